@@ -1,0 +1,3 @@
+from rocbuild.cli import main
+
+raise SystemExit(main())

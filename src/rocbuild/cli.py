@@ -1,0 +1,94 @@
+"""Command line: rocbuild [build] RECIPE | plan | prepare | detect | recipes.
+
+Exit codes: 0 ok; 1 a step failed; 2 bad usage, recipe or value; 3 host not
+ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from rocbuild import __version__
+from rocbuild.errors import RocbuildError, UsageError
+
+COMMANDS = ("build", "plan", "prepare", "detect", "recipes")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: same shape and exit code as ours
+        raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipe", help="recipe name (see `rocbuild recipes`) or path to a .yaml file")
+    p.add_argument("--arch", help="gfx target(s), comma-separated (default: the GPUs of this machine)")
+    p.add_argument("--rocm", metavar="PATH", help="ROCm prefix (default: ROCM_PATH, hipcc's prefix, /opt/rocm, /usr)")
+    p.add_argument("--python", metavar="PY", help="target python for the wheel (default: this one)")
+    p.add_argument("--out", metavar="DIR", default="wheelhouse", help="wheelhouse (default: ./wheelhouse)")
+    p.add_argument("--work", metavar="DIR", help="work folder (default: under the XDG cache)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel jobs (default: from cores and memory)")
+    p.add_argument("--ref", help="git branch, tag or commit to build instead of the recipe's")
+    p.add_argument("--source-dir", metavar="DIR", help="build from this tree (copied, never modified)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="set a recipe option")
+    p.add_argument("--until", metavar="STEP", help="stop after this step (or 'prepare')")
+    p.add_argument("--clean", action="store_true", help="throw away earlier work and start over")
+    p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
+    p.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rocbuild", description="Build ROCm-native Python extensions from recipes.",
+                     epilog="`rocbuild RECIPE ...` is short for `rocbuild build RECIPE ...`")
+    parser.add_argument("--version", action="version", version=f"rocbuild {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("build", help="build a recipe into a verified wheel")
+    _common(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing (same as `plan`)")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+
+    p = sub.add_parser("plan", help="print every step after rendering; runs nothing")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("prepare", help="fetch and patch only; prints the tree's path last")
+    _common(p)
+
+    p = sub.add_parser("detect", help="show the GPUs, ROCm and python rocbuild finds")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--arch", help="as for build: skips GPU detection")
+    p.add_argument("--rocminfo", metavar="FILE", help="read this rocminfo output instead of running rocminfo")
+    p.add_argument("--sysfs", metavar="ROOT", help="read KFD topology under ROOT instead of /sys")
+    p.add_argument("--rocm", metavar="PATH")
+    p.add_argument("--python", metavar="PY")
+
+    p = sub.add_parser("recipes", help="list, show or lint recipes")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "show", "lint"))
+    p.add_argument("names", nargs="*", help="show: a recipe name; lint: recipe files")
+    p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
+    p.add_argument("--json", action="store_true", help="machine-readable output (list)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+        args_list.insert(0, "build")
+    try:
+        args = build_parser().parse_args(args_list)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        from rocbuild import commands
+
+        return getattr(commands, f"cmd_{args.command}")(args)
+    except RocbuildError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted: run the same command again to resume (finished steps are kept)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

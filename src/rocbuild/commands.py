@@ -1,0 +1,223 @@
+"""The subcommands: each turns parsed arguments into a pipeline of the other modules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rocbuild import plan as planning
+from rocbuild.detect.arch import detect_archs, require_archs
+from rocbuild.detect.python import default_jobs, find_python
+from rocbuild.detect.rocm import find_rocm, require_rocm
+from rocbuild.engine import Engine
+from rocbuild.errors import RecipeError, UsageError
+from rocbuild.options import resolve_options
+from rocbuild.paths import WorkDirs, cache_root, short_hash
+from rocbuild.progress import Progress
+from rocbuild.recipe import load_recipe
+from rocbuild.recipe.lookup import all_recipes, resolve
+from rocbuild.runner import Runner
+from rocbuild.steps.fetch import check_ref
+
+
+def _dump(data: object) -> None:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def make_build_plan(args) -> planning.Plan:
+    """Recipe file -> Recipe -> (with the detected host) -> Plan."""
+    found = resolve(args.recipe, args.recipes)
+    recipe = load_recipe(found.path)
+    options = resolve_options(recipe, args.set)
+    if args.ref is not None:
+        check_ref(args.ref)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: must be 1 or more")
+    detection = detect_archs(args.arch)
+    archs = require_archs(detection)
+    rocm = require_rocm(find_rocm(args.rocm))
+    python = find_python(args.python)
+    host = planning.Host(
+        archs=tuple(archs), rocm=rocm, python=python, jobs=args.jobs or default_jobs(),
+        override=detection.override.value if detection.override else None,
+    )
+    source_dir = Path(args.source_dir) if args.source_dir else None
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {args.source_dir}: no such folder")
+    if args.work:
+        work = WorkDirs(Path(args.work).absolute())
+    else:
+        key = short_hash([str(found.path.resolve()), archs, str(rocm.path), python.executable, args.ref,
+                          str(source_dir.resolve()) if source_dir else None, options])
+        work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
+    return planning.make_plan(recipe, host, options, work, Path(args.out).absolute(),
+                              ref=args.ref, source_dir=source_dir)
+
+
+def cmd_plan(args) -> int:
+    plan = make_build_plan(args)
+    if args.json:
+        _dump(plan.to_json())
+    else:
+        print_plan(plan)
+    return 0
+
+
+def cmd_build(args) -> int:
+    if args.dry_run:
+        return cmd_plan(args)
+    plan = make_build_plan(args)
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress())
+    wheels = engine.build(clean=args.clean, until=args.until)
+    for wheel in wheels:
+        print(wheel)
+    if wheels:
+        print(f"built {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} into {plan.out}", file=sys.stderr)
+    elif not plan.has_wheel_steps and args.until is None:
+        print(f"done: the built tree is {plan.work.src}", file=sys.stderr)
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    plan = make_build_plan(args)
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress())
+    print(engine.prepare(clean=args.clean))
+    return 0
+
+
+def cmd_detect(args) -> int:
+    detection = detect_archs(
+        args.arch,
+        rocminfo_file=Path(args.rocminfo) if args.rocminfo else None,
+        sysfs_root=Path(args.sysfs) if args.sysfs else None,
+    )
+    rocm = find_rocm(args.rocm)
+    python = find_python(args.python)
+    if args.json:
+        data = detection.to_json()
+        data["rocm"] = rocm.to_json() if rocm else None
+        data["python"] = python.to_json()
+        data["jobs"] = default_jobs()
+        _dump(data)
+        return 0
+    archs = ", ".join(detection.archs) or "none"
+    print(f"archs:  {archs}  (from {detection.source})")
+    for gpu in detection.gpus:
+        name = f"  {gpu.marketing_name}" if gpu.marketing_name else ""
+        print(f"  gpu: {gpu.target_id}{name}  [{gpu.source}]")
+    if detection.override:
+        o = detection.override
+        hw = f"; the hardware is {', '.join(o.hardware)}" if o.hardware else ""
+        print(f"override: HSA_OVERRIDE_GFX_VERSION={o.value} -> runtime reports {o.gfx}{hw}; "
+              "wheels built here target the reported arch")
+    for note in detection.notes:
+        print(f"note: {note}")
+    if rocm is None:
+        print("rocm:   not found (give --rocm PATH, set ROCM_PATH, or install hipcc)")
+    else:
+        print(f"rocm:   {rocm.version or 'unknown version'} at {rocm.path}  ({rocm.layout} layout, found by "
+              f"{rocm.found_by}; version from {rocm.version_source})")
+        print(f"  FindHIP.cmake:  {rocm.cmake_hip_dir or 'not found'}")
+        print(f"  hip-lang:       {rocm.hip_lang_dir or 'not found'}")
+        print(f"  HIP clang++:    {rocm.hip_compiler or 'not found'}")
+    print(f"python: {python.executable} ({python.version})")
+    print(f"jobs:   {default_jobs()}")
+    return 0
+
+
+def cmd_recipes(args) -> int:
+    if args.action == "list":
+        if args.names:
+            raise UsageError("`recipes list` takes no names")
+        rows = []
+        for found in all_recipes(args.recipes):
+            try:
+                recipe = load_recipe(found.path)
+                rows.append({"name": found.name, "version": recipe.version, "origin": found.origin,
+                             "path": str(found.path), "summary": recipe.summary})
+            except RecipeError as exc:
+                rows.append({"name": found.name, "version": None, "origin": found.origin,
+                             "path": str(found.path), "summary": "", "error": exc.render().splitlines()[0]})
+        if args.json:
+            _dump(rows)
+        else:
+            for r in rows:
+                print(f"{r['name']:<16} {r['version'] or 'INVALID':<12} {r['origin']:<16} {r['path']}")
+        return 0
+    if args.action == "show":
+        if len(args.names) != 1:
+            raise UsageError("usage: rocbuild recipes show NAME")
+        found = resolve(args.names[0], args.recipes)
+        sys.stdout.write(found.path.read_text())
+        return 0
+    if not args.names:
+        raise UsageError("usage: rocbuild recipes lint FILE...")
+    failed = 0
+    for name in args.names:
+        try:
+            recipe = load_recipe(name)
+        except RecipeError as exc:
+            print(exc.render(), file=sys.stderr)
+            failed += 1
+        else:
+            print(f"{name}: ok ({recipe.name} {recipe.version}, {len(recipe.steps)} steps)")
+    return 2 if failed else 0
+
+
+def print_plan(plan: planning.Plan) -> None:
+    h, r = plan.host, plan.host.rocm
+    out = print
+    out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
+    out(f"  archs:  {', '.join(h.archs)}")
+    out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
+    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
+    if h.override:
+        out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
+    if plan.options:
+        out("  options: " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                      for k, v in plan.options.items()))
+    out(f"  work:   {plan.work.root}")
+    out(f"  wheelhouse: {plan.out}")
+    req = plan.requirements
+    out("requirements (checked before anything runs):")
+    out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(req.tools) or '-'}; "
+        f"cmake packages: {', '.join(req.cmake_packages) or '-'}")
+    if req.python_check_argv:
+        out(f"  python modules: {', '.join(req.python_modules)}")
+        out(f"    argv: {json.dumps(list(req.python_check_argv))}")
+    out("environment (changes for every step):")
+    for k, v in plan.base_env.items():
+        out(f"  {k}={v}")
+    s = plan.source
+    out("prepare:")
+    if s.kind == "dir":
+        out(f"  copy {s.directory} -> {plan.work.src} (the original is never modified)")
+    else:
+        pin = f" (pinned to {s.commit})" if s.commit else ""
+        over = " (--ref overrides the recipe)" if s.ref_overridden else ""
+        out(f"  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
+        out("  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or moves):")
+        for cmd in s.commands(str(plan.work.src)):
+            out(f"    argv: {json.dumps(cmd)}")
+    for i, p in enumerate(plan.patches, 1):
+        out(f"  patch {i}: {p.describe()}   [{p.where}]")
+    out("steps:")
+    for i, step in enumerate(plan.steps, 1):
+        out(f"  {i}. {step.name} ({step.kind})   [{step.where}]")
+        out(f"     cwd:  {step.cwd}")
+        for k, v in step.env.items():
+            out(f"     env:  {k}={v}")
+        if step.shell is not None:
+            out(f"     shell (run by /bin/bash as written): {step.shell}")
+        else:
+            out(f"     argv: {json.dumps(list(step.argv))}")
+    if plan.verify:
+        out("verify (with the wheels installed into a scratch folder):")
+        for step in plan.verify:
+            out(f"  {step.name}: argv: {json.dumps(list(step.argv))}")
+            for pattern in step.detail.get("expect", []):
+                out(f"     expect: /{pattern}/")
+    if plan.has_wheel_steps:
+        out(f"then: wheels move into {plan.out} (only after every check passed)")

@@ -1,0 +1,1 @@
+"""What the host has: GPU architectures, ROCm, the target Python."""

@@ -1,0 +1,54 @@
+"""The target Python (the one wheels are built for) and the job count."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocbuild.errors import UsageError
+
+GIB = 1 << 30
+# HIP device compilation of real extensions peaks around 2 GiB per compiler process.
+MEMORY_PER_JOB = 2 * GIB
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    executable: str
+    version: str  # "3.11"
+    tag: str  # "cp311"
+
+    def to_json(self) -> dict:
+        return {"executable": self.executable, "version": self.version}
+
+
+def find_python(option: str | None = None) -> PythonInfo:
+    if option is None:
+        v = sys.version_info
+        return PythonInfo(sys.executable, f"{v.major}.{v.minor}", f"cp{v.major}{v.minor}")
+    exe = shutil.which(option) or option
+    if not Path(exe).is_file() or not os.access(exe, os.X_OK):
+        raise UsageError(f"--python {option}: no such executable", hint="give a path or a name on PATH, e.g. python3.11")
+    try:
+        proc = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--python {option}: cannot run it ({exc})") from None
+    version = proc.stdout.strip()
+    if proc.returncode != 0 or not version:
+        raise UsageError(f"--python {option}: not a working Python interpreter")
+    major, minor = version.split(".")
+    return PythonInfo(str(Path(exe).absolute()), version, f"cp{major}{minor}")
+
+
+def default_jobs() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return max(1, cores)
+    return max(1, min(cores, memory // MEMORY_PER_JOB))

@@ -1,0 +1,255 @@
+"""Finding ROCm: its prefix, version, CMake module dirs and HIP compiler.
+
+Handles both AMD's /opt/rocm[-X.Y.Z] layout and distro packages under /usr
+(Debian/Ubuntu keep CMake files under /usr/lib/<multiarch>/cmake).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from rocbuild.errors import HostNotReady, UsageError
+
+
+@functools.total_ordering
+class RocmVersion:
+    """A ROCm version that templates can compare with plain strings: `rocm.version >= '6.0'`."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._v = Version(text)
+
+    @property
+    def major(self) -> int:
+        return self._v.major
+
+    @property
+    def minor(self) -> int:
+        return self._v.minor
+
+    @property
+    def short(self) -> str:
+        """Major and minor, e.g. '6.1' (what wheel labels and HIP versions agree on)."""
+        return f"{self._v.major}.{self._v.minor}"
+
+    @staticmethod
+    def _coerce(other: object) -> Version:
+        if isinstance(other, RocmVersion):
+            return other._v
+        if isinstance(other, (int, float)):
+            other = str(other)
+        if isinstance(other, str):
+            try:
+                return Version(other)
+            except InvalidVersion:
+                pass
+        raise TypeError(f"cannot compare a ROCm version with {other!r}")
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self._v == self._coerce(other)
+        except TypeError:
+            return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        return self._v < self._coerce(other)
+
+    def __hash__(self) -> int:
+        return hash(self._v)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"RocmVersion({self.text!r})"
+
+
+@dataclass
+class Rocm:
+    path: Path
+    version: RocmVersion | None
+    version_source: str
+    found_by: str
+    layout: str  # "rocm" (AMD's own tree) or "distro" (packages under /usr)
+    cmake_roots: list[Path] = field(default_factory=list)
+    cmake_hip_dir: Path | None = None  # holds FindHIP.cmake and the FindHIP/ folder
+    hip_lang_dir: Path | None = None
+    hip_compiler: Path | None = None  # the clang++ hipcc drives
+    hipcc: Path | None = None
+    include_dir: Path | None = None
+
+    def has_header(self, name: str) -> bool:
+        return bool(self.include_dir) and (self.include_dir / name).is_file()
+
+    def cmake_package(self, name: str) -> Path | None:
+        """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""
+        wanted = {f"{name}-config.cmake".lower(), f"{name}config.cmake".lower()}
+        roots = list(self.cmake_roots) + [self.path / name / "lib" / "cmake"]
+        for root in roots:
+            if not root.is_dir():
+                continue
+            for sub in root.iterdir():
+                if sub.name.lower() != name.lower() or not sub.is_dir():
+                    continue
+                if any(f.name.lower() in wanted for f in sub.iterdir()):
+                    return sub
+        return None
+
+    def to_json(self) -> dict:
+        return {
+            "path": str(self.path),
+            "version": str(self.version) if self.version else None,
+            "version_source": self.version_source,
+            "found_by": self.found_by,
+            "layout": self.layout,
+            "cmake_hip_dir": _s(self.cmake_hip_dir),
+            "hip_lang_dir": _s(self.hip_lang_dir),
+            "hip_compiler": _s(self.hip_compiler),
+            "hipcc": _s(self.hipcc),
+        }
+
+
+def _s(p: Path | None) -> str | None:
+    return str(p) if p else None
+
+
+def _looks_like_rocm(p: Path) -> bool:
+    return p.is_dir() and any(
+        (p / rel).exists()
+        for rel in (".info/version", "include/rocm-core/rocm_version.h", "bin/hipcc", "bin/hipconfig",
+                    "lib/cmake/hip", "include/hip/hip_runtime.h")
+    )
+
+
+def _candidates(option: str | None, environ: dict[str, str]) -> list[tuple[Path, str, bool]]:
+    """(prefix, how it was found, explicit?) in order of preference."""
+    out: list[tuple[Path, str, bool]] = []
+    if option:
+        out.append((Path(option), "--rocm", True))
+    for var in ("ROCM_PATH", "ROCM_HOME"):
+        if environ.get(var):
+            out.append((Path(environ[var]), var, True))
+    hipcc = shutil.which("hipcc", path=environ.get("PATH"))
+    if hipcc:
+        out.append((Path(os.path.realpath(hipcc)).parent.parent, "hipcc on PATH", False))
+    out.append((Path("/opt/rocm"), "/opt/rocm", False))
+    out.append((Path("/usr"), "distro packages", False))
+    return out
+
+
+def find_rocm(option: str | None = None, environ: dict[str, str] | None = None) -> Rocm | None:
+    environ = dict(os.environ if environ is None else environ)
+    for prefix, how, explicit in _candidates(option, environ):
+        if _looks_like_rocm(prefix):
+            return inspect_prefix(prefix, how, environ)
+        if explicit:
+            fix = "point it at a ROCm install (the folder holding bin/hipcc or .info/version)"
+            if how == "--rocm":
+                raise UsageError(f"--rocm {prefix}: not a ROCm install", hint=fix)
+            raise HostNotReady(f"{how}={prefix} is not a ROCm install", hint=fix + f", or unset {how}")
+    return None
+
+
+def require_rocm(rocm: Rocm | None) -> Rocm:
+    if rocm is not None:
+        return rocm
+    raise HostNotReady(
+        "no ROCm found",
+        hint="install ROCm (AMD's packages put it in /opt/rocm) or Debian/Ubuntu's HIP toolchain:\n"
+        "  apt-get install hipcc libamdhip64-dev rocm-device-libs rocminfo\n"
+        "or point rocbuild at it with --rocm PATH or ROCM_PATH",
+    )
+
+
+def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm:
+    prefix = Path(prefix)
+    layout = "distro" if prefix.resolve() in (Path("/usr"), Path("/usr/local")) else "rocm"
+    multiarch = sorted(p for p in (prefix / "lib").glob("*-linux-gnu*") if p.is_dir()) if (prefix / "lib").is_dir() else []
+    cmake_roots = [prefix / "lib" / "cmake", prefix / "lib64" / "cmake"] + [m / "cmake" for m in multiarch]
+    cmake_roots += [prefix / "share" / "cmake"]
+    cmake_roots = [r for r in cmake_roots if r.is_dir()]
+
+    def first(paths) -> Path | None:
+        return next((p for p in paths if p.exists()), None)
+
+    hip_dirs = [prefix / "lib" / "cmake" / "hip", prefix / "hip" / "cmake"] + [r / "hip" for r in cmake_roots]
+    cmake_hip_dir = next((d for d in hip_dirs if (d / "FindHIP.cmake").is_file()), None)
+    hip_lang_dir = next((r / "hip-lang" for r in cmake_roots if (r / "hip-lang" / "hip-lang-config.cmake").is_file()), None)
+    hipcc = first([prefix / "bin" / "hipcc"])
+    version, version_source = _version(prefix, hipcc, environ)
+    return Rocm(
+        path=prefix,
+        version=version,
+        version_source=version_source,
+        found_by=found_by,
+        layout=layout,
+        cmake_roots=cmake_roots,
+        cmake_hip_dir=cmake_hip_dir,
+        hip_lang_dir=hip_lang_dir,
+        hip_compiler=_hip_compiler(prefix, hipcc, environ),
+        hipcc=hipcc,
+        include_dir=prefix / "include" if (prefix / "include").is_dir() else None,
+    )
+
+
+def _version(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> tuple[RocmVersion | None, str]:
+    info = prefix / ".info" / "version"
+    if info.is_file():
+        m = re.match(r"^\s*(\d+\.\d+\.\d+)", info.read_text(errors="replace"))
+        if m:
+            return RocmVersion(m.group(1)), str(info)
+    header = prefix / "include" / "rocm-core" / "rocm_version.h"
+    if header.is_file():
+        text = header.read_text(errors="replace")
+        parts = [re.search(rf"#define\s+ROCM_VERSION_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
+        if parts[0] and parts[1]:
+            patch = parts[2].group(1) if parts[2] else "0"
+            return RocmVersion(f"{parts[0].group(1)}.{parts[1].group(1)}.{patch}"), str(header)
+    hipconfig = prefix / "bin" / "hipconfig"
+    if hipconfig.exists():
+        out = _query([str(hipconfig), "--version"], environ)
+        m = re.match(r"^\s*(\d+)\.(\d+)", out or "")
+        if m:
+            # HIP's patch number (e.g. 40091) is not ROCm's: only major.minor agree.
+            return RocmVersion(f"{m.group(1)}.{m.group(2)}"), f"{hipconfig} --version"
+    return None, "unknown"
+
+
+def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> Path | None:
+    dirs = []
+    if environ.get("HIP_CLANG_PATH"):
+        dirs.append(Path(environ["HIP_CLANG_PATH"]))
+    dirs += [prefix / "lib" / "llvm" / "bin", prefix / "llvm" / "bin"]
+    for d in dirs:
+        if (d / "clang++").exists():
+            return d / "clang++"
+    if hipcc is None:
+        return None
+    # Distro hipcc drives a versioned clang (Debian 12: /usr/bin/clang++-15): ask it which.
+    out = _query([str(hipcc), "--version"], environ) or ""
+    m = re.search(r"clang version (\d+)", out)
+    if not m:
+        return None
+    major = m.group(1)
+    for cand in (prefix / "lib" / f"llvm-{major}" / "bin" / "clang++", prefix / "bin" / f"clang++-{major}"):
+        if cand.exists():
+            return cand
+    return None
+
+
+def _query(argv: list[str], environ: dict[str, str]) -> str | None:
+    env = dict(environ, HIP_PLATFORM="amd")  # hipcc/hipconfig pick NVIDIA when nvcc is present
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None

@@ -1,0 +1,278 @@
+"""Executes a Plan: requirement checks, prepare (fetch + patch), steps, verify, wheelhouse.
+
+A finished step leaves a stamp holding the fingerprint of its rendered
+definition chained with everything before it; the next run skips it while
+the fingerprint matches, so a failed or interrupted build resumes where it
+stopped and a changed input re-runs from the first step it affects.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from packaging.specifiers import SpecifierSet
+
+from rocbuild.errors import HostNotReady, StepFailed, UsageError
+from rocbuild.plan import Plan, Step
+from rocbuild.progress import Progress
+from rocbuild.runner import Runner
+from rocbuild.steps.fetch import fetch_source, resolve_git, tree_fingerprint
+from rocbuild.steps.patch import apply_patch
+
+TAIL_LINES = 40
+
+
+def fingerprint(previous: str, identity: object) -> str:
+    data = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256((previous + "\n" + data).encode()).hexdigest()
+
+
+class Engine:
+    def __init__(self, plan: Plan, runner: Runner, progress: Progress):
+        self.plan = plan
+        self.runner = runner
+        self.progress = progress
+        self.work = plan.work
+
+    # -- public entry points ------------------------------------------------
+
+    def step_names(self) -> list[str]:
+        return ["prepare"] + [s.name for s in self.plan.steps]
+
+    def check_until(self, until: str | None) -> None:
+        if until is not None and until not in self.step_names():
+            raise UsageError(f"--until {until!r}: no such step in {self.plan.recipe.name}",
+                             hint="steps: " + ", ".join(self.step_names()))
+
+    def prepare(self, *, clean: bool = False) -> Path:
+        with self._locked(clean):
+            self._prepare()
+        return self.work.src
+
+    def build(self, *, clean: bool = False, until: str | None = None) -> list[Path]:
+        self.check_until(until)
+        with self._locked(clean):
+            self.check_requirements()
+            previous = self._prepare()
+            if until == "prepare":
+                return []
+            for index, step in enumerate(self.plan.steps, start=1):
+                previous = self._run_step(index, step, previous)
+                if step.name == until:
+                    self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
+                    return []
+            wheels = self._collect()
+            self._verify(wheels, previous)
+            return self._publish(wheels)
+
+    # -- requirements -------------------------------------------------------
+
+    def check_requirements(self) -> None:
+        req = self.plan.requirements
+        rocm = self.plan.host.rocm
+        problems: list[str] = []
+        if req.rocm:
+            if rocm.version is None:
+                problems.append(f"cannot tell the ROCm version at {rocm.path} (the recipe needs ROCm {req.rocm})")
+            elif not SpecifierSet(req.rocm).contains(str(rocm.version), prereleases=True):
+                problems.append(f"ROCm {rocm.version} at {rocm.path} does not satisfy {req.rocm}")
+        for tool in req.tools:
+            if shutil.which(tool, path=self.plan.base_env.get("PATH", os.environ.get("PATH"))) is None:
+                problems.append(f"tool {tool!r} not found on PATH")
+        missing_pkgs = [p for p in req.cmake_packages if rocm.cmake_package(p) is None]
+        for pkg in missing_pkgs:
+            roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
+            problems.append(f"CMake package {pkg!r} not found under {roots}")
+        if req.python_check_argv:
+            log = self.work.logs / "00-requirements.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("")
+            result = self.runner.run(req.python_check_argv, cwd=os.getcwd(), env=self.plan.base_env, log=log)
+            if result.exit_code != 0:
+                missing = result.output.strip().splitlines()[-1:] or ["?"]
+                problems.append(f"python {self.plan.host.python.executable} lacks build module(s): {missing[0]}")
+        if problems:
+            raise HostNotReady(
+                f"this host cannot build {self.plan.recipe.name} yet:",
+                hint="\n".join("- " + p for p in problems)
+                + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
+            )
+
+    # -- prepare ------------------------------------------------------------
+
+    def _prepare(self) -> str:
+        plan = self.plan
+        started = self.progress.start("prepare", _source_label(plan))
+        log = self._log_path(0, "prepare", fresh=False)
+        if plan.source.kind == "git":
+            identity, _ = resolve_git(plan.source, self.progress.say)
+        else:
+            identity = tree_fingerprint(Path(plan.source.directory))
+        fp = fingerprint(identity, plan.prepare_identity())
+        stamp = self.work.stamps / "prepare.json"
+        if self._stamp_matches(stamp, fp) and self.work.src.is_dir():
+            self.progress.done("prepare", started, "up to date")
+            return fp
+        # A fresh tree every time: patches then always start from upstream.
+        for d in (self.work.src, self.work.build, self.work.dist, self.work.stamps):
+            shutil.rmtree(d, ignore_errors=True)
+        log.write_text("")
+        how = fetch_source(plan.source, self.work.src, self.progress.say)[1]
+        self.progress.say(f"    source: {identity[:12] if plan.source.kind == 'git' else plan.source.directory} ({how})")
+        for action in plan.patches:
+            note = apply_patch(action, self.work.src, self.runner, log)
+            self.progress.say(f"    patch: {note}")
+        self._write_stamp(stamp, fp, {"source": identity})
+        self.progress.done("prepare", started)
+        return fp
+
+    # -- steps --------------------------------------------------------------
+
+    def _run_step(self, index: int, step: Step, previous: str) -> str:
+        total = len(self.plan.steps)
+        label = f"[{index}/{total}] {step.name}"
+        fp = fingerprint(previous, step.identity())
+        stamp = self.work.stamps / f"{index:02d}-{step.name}.json"
+        if self._stamp_matches(stamp, fp):
+            self.progress.skipped(label, "done in an earlier run, inputs unchanged")
+            return fp
+        stamp.unlink(missing_ok=True)
+        started = self.progress.start(label, step.command_line() if len(step.command_line()) < 160 else "")
+        log = self._log_path(index, step.name)
+        if step.kind == "wheel":
+            shutil.rmtree(step.detail["wheel_dir"], ignore_errors=True)
+        if step.kind in ("cmake", "cmake-build"):
+            self.work.build.mkdir(parents=True, exist_ok=True)
+        env = {**self.plan.base_env, **step.env}
+        result = self.runner.run(step.argv, cwd=step.cwd, env=env, log=log, shell=step.shell)
+        if result.exit_code != 0:
+            raise StepFailed(
+                f"step {step.name!r} failed with exit code {result.exit_code} (recipe {step.where})",
+                hint=_tail(log) + f"\nfull log: {log}\nfix the cause and run the same command again: "
+                "finished steps are not repeated",
+            )
+        self._write_stamp(stamp, fp, {})
+        self.progress.done(label, started)
+        return fp
+
+    # -- wheels -------------------------------------------------------------
+
+    def _collect(self) -> list[Path]:
+        if not self.plan.has_wheel_steps:
+            return []
+        wheels = sorted(self.work.dist.glob("*/*.whl"))
+        if not wheels:
+            raise StepFailed(f"the build finished but left no wheel in {self.work.dist}")
+        return wheels
+
+    def _verify(self, wheels: list[Path], previous: str) -> None:
+        if not self.plan.verify:
+            return
+        site = self.work.verify / "site"
+        shutil.rmtree(self.work.verify, ignore_errors=True)
+        env = dict(self.plan.base_env)
+        log = self._log_path(90, "verify")
+        if wheels:
+            argv = [self.plan.host.python.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
+                    "--disable-pip-version-check", "--target", str(site)] + [str(w) for w in wheels]
+            result = self.runner.run(argv, cwd=str(self.work.root), env=env, log=log)
+            if result.exit_code != 0:
+                raise StepFailed("cannot install the built wheel(s) for verification", hint=_tail(log))
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+            env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
+        for check in self.plan.verify:
+            started = self.progress.start(f"verify {check.name}", check.command_line())
+            result = self.runner.run(check.argv, cwd=str(site if wheels else self.work.src),
+                                     env={**env, **check.env}, log=log)
+            if result.exit_code != 0:
+                raise StepFailed(f"verify {check.name!r}: command exited with {result.exit_code} "
+                                 f"(recipe {check.where})", hint=_tail(log) + f"\nfull log: {log}")
+            missing = [p for p in check.detail.get("expect", []) if not re.search(p, result.output, re.MULTILINE)]
+            if missing:
+                raise StepFailed(
+                    f"verify {check.name!r}: the output of {check.command_line()} lacks {missing[0]!r} "
+                    f"(recipe {check.where})",
+                    hint=result.output.strip()[-3000:] + f"\nfull log: {log}\nthe wheel was not put in the wheelhouse",
+                )
+            self.progress.done(f"verify {check.name}", started)
+
+    def _publish(self, wheels: list[Path]) -> list[Path]:
+        """Move verified wheels into the wheelhouse; a reader never sees a partial file."""
+        if not wheels:
+            return []
+        out = self.plan.out
+        out.mkdir(parents=True, exist_ok=True)
+        placed = []
+        for wheel in wheels:
+            fd, tmp = tempfile.mkstemp(prefix=f".{wheel.name}.", suffix=".part", dir=out)
+            os.close(fd)
+            try:
+                shutil.copyfile(wheel, tmp)
+                os.replace(tmp, out / wheel.name)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            placed.append(out / wheel.name)
+        return placed
+
+    # -- helpers ------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, clean: bool) -> Iterator[None]:
+        root = self.work.root
+        if clean and root.exists():
+            self.progress.say(f"--clean: removing {root}")
+            shutil.rmtree(root)
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / ".lock", "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UsageError(f"another rocbuild is building in {root}",
+                                 hint="wait for it, or give this build its own --work DIR") from None
+            yield
+
+    def _log_path(self, index: int, name: str, fresh: bool = True) -> Path:
+        self.work.logs.mkdir(parents=True, exist_ok=True)
+        log = self.work.logs / f"{index:02d}-{name}.log"
+        if fresh:
+            log.write_text("")
+        return log
+
+    @staticmethod
+    def _stamp_matches(stamp: Path, fp: str) -> bool:
+        try:
+            return json.loads(stamp.read_text()).get("fingerprint") == fp
+        except (OSError, ValueError):
+            return False
+
+    @staticmethod
+    def _write_stamp(stamp: Path, fp: str, extra: dict) -> None:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
+        os.replace(tmp, stamp)
+
+
+def _source_label(plan: Plan) -> str:
+    s = plan.source
+    if s.kind == "dir":
+        return f"copy {s.directory}"
+    return f"{s.url} @ {s.commit or s.ref or 'HEAD'}"
+
+
+def _tail(log: Path, n: int = TAIL_LINES) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return f"last {min(n, len(lines))} lines of the log:\n" + "\n".join("  | " + line for line in lines[-n:])

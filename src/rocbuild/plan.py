@@ -1,0 +1,342 @@
+"""Recipe + host + options -> Plan: every action with its concrete values. Pure: runs nothing.
+
+`rocbuild plan` prints this; the engine executes exactly this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocbuild.detect.python import PythonInfo
+from rocbuild.detect.rocm import Rocm
+from rocbuild.errors import RecipeError
+from rocbuild.paths import WorkDirs, mirror_path
+from rocbuild.recipe.lookup import patch_dirs_for
+from rocbuild.recipe.model import Recipe
+from rocbuild.render import PythonView, Renderer, RocmView
+
+PYTHON_ALIASES = ("python", "python3")
+# A script the target python runs to report which build modules it lacks.
+IMPORT_CHECK = (
+    "import importlib.util, sys\n"
+    "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
+    "print(' '.join(missing))\n"
+    "sys.exit(1 if missing else 0)"
+)
+
+
+@dataclass(frozen=True)
+class Host:
+    """Everything about the build target that rendering needs."""
+
+    archs: tuple[str, ...]
+    rocm: Rocm
+    python: PythonInfo
+    jobs: int
+    override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in effect, recorded with the build
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str  # "git" or "dir"
+    url: str | None = None
+    ref: str | None = None
+    commit: str | None = None
+    submodules: bool = False
+    mirror: str | None = None
+    directory: str | None = None
+    ref_overridden: bool = False
+
+    def commands(self, dest: str) -> list[list[str]]:
+        """The git commands the fetch amounts to (run through GitPython), for display."""
+        if self.kind == "dir":
+            return []
+        ref = self.commit or self.ref or "HEAD"
+        cmds = [
+            ["git", "clone", "--mirror", self.url, self.mirror],
+            ["git", "-C", self.mirror, "fetch", "--prune", "origin"],
+            ["git", "clone", "--shared", "--no-checkout", self.mirror, dest],
+            ["git", "-C", dest, "checkout", "--detach", ref],
+        ]
+        if self.submodules:
+            cmds.append(["git", "-C", dest, "submodule", "update", "--init", "--recursive"])
+        return cmds
+
+
+@dataclass(frozen=True)
+class PatchAction:
+    kind: str  # diff | replace | link
+    params: dict[str, Any]
+    where: str  # recipe position, for messages
+
+    def describe(self) -> str:
+        p = self.params
+        if self.kind == "diff":
+            return f"diff {p['name']} (sha256 {p['sha256'][:12]}): {shlex.join(p['argv'])}"
+        if self.kind == "replace":
+            mode = "regex" if p["regex"] else "text"
+            count = f", expecting {p['count']}" if p["count"] else ""
+            return f"replace in {p['file']} ({mode}{count}): {p['find']!r} -> {p['with']!r}"
+        return f"link {p['from']} into {p['into']}/ (replacing existing links)"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: str
+    argv: tuple[str, ...] | None
+    cwd: str
+    env: dict[str, str]
+    shell: str | None = None
+    where: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def command_line(self) -> str:
+        return self.shell if self.shell is not None else shlex.join(self.argv or ())
+
+    def identity(self) -> dict[str, Any]:
+        """What decides whether a finished step must run again."""
+        return {"name": self.name, "kind": self.kind, "argv": self.argv, "shell": self.shell,
+                "cwd": self.cwd, "env": self.env, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Requirements:
+    rocm: str | None
+    tools: tuple[str, ...]
+    python_modules: tuple[str, ...]
+    cmake_packages: tuple[str, ...]
+    python_check_argv: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipe: Recipe
+    host: Host
+    options: dict[str, Any]
+    work: WorkDirs
+    out: Path
+    source: SourceSpec
+    requirements: Requirements
+    base_env: dict[str, str]
+    patches: tuple[PatchAction, ...]
+    steps: tuple[Step, ...]
+    verify: tuple[Step, ...]
+
+    @property
+    def has_wheel_steps(self) -> bool:
+        return any(s.kind == "wheel" for s in self.steps)
+
+    def prepare_identity(self) -> dict[str, Any]:
+        return {"source": asdict(self.source), "patches": [asdict(p) for p in self.patches]}
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.host.rocm
+        return {
+            "recipe": {"name": self.recipe.name, "version": self.recipe.version, "path": str(self.recipe.path)},
+            "archs": list(self.host.archs),
+            "rocm": {"path": str(r.path), "version": str(r.version) if r.version else None, "layout": r.layout},
+            "python": self.host.python.to_json(),
+            "jobs": self.host.jobs,
+            "hsa_override": self.host.override,
+            "options": self.options,
+            "work": str(self.work.root),
+            "out": str(self.out),
+            "requirements": asdict(self.requirements),
+            "env": self.base_env,
+            "source": {**asdict(self.source), "dest": str(self.work.src),
+                       "commands": self.source.commands(str(self.work.src))},
+            "patches": [{"kind": p.kind, **p.params} for p in self.patches],
+            "steps": [_step_json(s) for s in self.steps],
+            "verify": [_step_json(s) for s in self.verify],
+        }
+
+
+def _step_json(step: Step) -> dict[str, Any]:
+    out = {"name": step.name, "kind": step.kind, "argv": list(step.argv) if step.argv else None,
+           "cwd": step.cwd, "env": step.env}
+    if step.shell is not None:
+        out["shell"] = step.shell
+    if step.detail:
+        out.update(step.detail)
+    return out
+
+
+def make_plan(
+    recipe: Recipe,
+    host: Host,
+    options: dict[str, Any],
+    work: WorkDirs,
+    out: Path,
+    *,
+    ref: str | None = None,
+    source_dir: Path | None = None,
+    cache: Path | None = None,
+) -> Plan:
+    effective_ref = ref or recipe.source.ref
+    ctx = {
+        "archs": list(host.archs),
+        "arch": host.archs[0],
+        "rocm": RocmView(host.rocm),
+        "python": PythonView(host.python.executable, host.python.version),
+        "jobs": host.jobs,
+        "options": dict(options),
+        "src": str(work.src),
+        "build": str(work.build),
+        "dist": str(work.dist),
+        "ref": effective_ref or "",
+        "recipe": {"name": recipe.name, "version": recipe.version},
+    }
+    r = Renderer(ctx)
+
+    base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
+    if host.rocm.layout == "rocm":
+        rocm_bin = str(host.rocm.path / "bin")
+        path = os.environ.get("PATH", "")
+        if rocm_bin not in path.split(os.pathsep):
+            base_env["PATH"] = rocm_bin + os.pathsep + path
+    for name, cond in recipe.env:
+        if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
+            base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
+
+    def names(items) -> tuple[str, ...]:
+        return tuple(r.text(c.value, c.pos, c.pos.key) for c in items
+                     if r.condition(c.when, c.pos, f"{c.pos.key}.when"))
+
+    modules = names(recipe.requires.python)
+    requirements = Requirements(
+        rocm=recipe.requires.rocm,
+        tools=names(recipe.requires.tools),
+        python_modules=modules,
+        cmake_packages=names(recipe.requires.cmake_packages),
+        python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *modules) if modules else None,
+    )
+
+    source = _source(recipe, effective_ref, ref is not None, source_dir, cache)
+    patches = tuple(_patch(recipe, e, r) for e in recipe.patches if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
+
+    steps = []
+    for entry in recipe.steps:
+        if not r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"):
+            continue
+        steps.append(_step(entry, r, host, work))
+    verify = []
+    for entry in recipe.verify:
+        if not r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"):
+            continue
+        argv = _python_alias([r.text(a, entry.pos, entry.pos.key) for a in entry.body["argv"]], host)
+        expect = [r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in entry.body["expect"]]
+        env = _entry_env(entry, r)
+        verify.append(Step(entry.name or "verify", "command", tuple(argv), str(work.src), env,
+                           where=entry.pos.describe(), detail={"expect": expect}))
+    return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
+                tuple(steps), tuple(verify))
+
+
+def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
+            cache: Path | None) -> SourceSpec:
+    if source_dir is not None:
+        return SourceSpec("dir", directory=str(Path(source_dir).resolve()))
+    src = recipe.source
+    if src.path is not None:
+        return SourceSpec("dir", directory=str((recipe.directory / src.path).resolve()))
+    return SourceSpec(
+        "git", url=src.git, ref=ref, commit=None if overridden else src.commit,
+        submodules=src.submodules, mirror=str(mirror_path(src.git, cache)), ref_overridden=overridden,
+    )
+
+
+def _patch(recipe: Recipe, entry, r: Renderer) -> PatchAction:
+    key = f"{entry.pos.key}.{entry.kind}"
+    where = entry.pos.describe()
+    if entry.kind == "diff":
+        path = next((d / entry.body for d in patch_dirs_for(recipe.path) if (d / entry.body).is_file()), None)
+        if path is None:  # the loader checked; the file went away since
+            raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
+                              column=entry.pos.column, key=key, value=entry.body)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        return PatchAction("diff", {
+            "name": entry.body, "path": str(path), "sha256": digest,
+            "check_argv": ["git", "apply", "--check", "-p1", str(path)],
+            "argv": ["git", "apply", "-p1", str(path)],
+        }, where)
+    params = r.tree(dict(entry.body), entry.pos, key)
+    return PatchAction(entry.kind, params, where)
+
+
+def _python_alias(argv: list[str], host: Host) -> list[str]:
+    """`python` in an argv means the target python, never whatever is first on PATH."""
+    if argv and argv[0] in PYTHON_ALIASES:
+        argv[0] = host.python.executable
+    return argv
+
+
+def _entry_env(entry, r: Renderer) -> dict[str, str]:
+    env = {}
+    for name, cond in entry.env:
+        if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
+            env[name] = r.text(cond.value, cond.pos, cond.pos.key)
+    return env
+
+
+def _step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
+    key = f"{entry.pos.key}.{entry.kind}"
+    src = str(work.src)
+
+    def path_in_src(value: str | None, default: str) -> str:
+        if not value:
+            return default
+        return value if os.path.isabs(value) else os.path.normpath(os.path.join(src, value))
+
+    cwd = path_in_src(r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, src)
+    env = _entry_env(entry, r)
+    where = entry.pos.describe()
+    kind = entry.kind
+    if kind == "shell":
+        script = r.text(entry.body, entry.pos, key, shell=True)
+        return Step(entry.name, kind, None, cwd, env, shell=script, where=where)
+    if kind == "run":
+        argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
+        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
+
+    body = r.tree(dict(entry.body), entry.pos, key)
+    if kind == "cmake":
+        source = path_in_src(body.get("source"), src)
+        build = path_in_src(body.get("build"), str(work.build))
+        argv = ["cmake", "-S", source, "-B", build]
+        if body.get("generator"):
+            argv += ["-G", body["generator"]]
+        defines = dict(body.get("defines", {}))
+        # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
+        if host.rocm.hip_compiler:
+            defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
+            defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
+        argv += [f"-D{k}={v}" for k, v in defines.items()]
+        argv += list(body.get("args", []))
+        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
+    if kind == "cmake-build":
+        argv = ["cmake", "--build", path_in_src(body.get("dir"), str(work.build))]
+        if body.get("target"):
+            argv += ["--target", body["target"]]
+        if body.get("config"):
+            argv += ["--config", body["config"]]
+        argv += ["--parallel", str(body.get("jobs") or host.jobs)]
+        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
+    if kind == "make":
+        argv = ["make", "-C", path_in_src(body.get("dir"), src), f"-j{body.get('jobs') or host.jobs}"]
+        if body.get("target"):
+            argv.append(body["target"])
+        argv += list(body.get("args", []))
+        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
+    if kind == "wheel":
+        project = path_in_src(body.get("dir"), src)
+        outdir = str(work.dist / entry.name)
+        argv = [host.python.executable, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
+                "--disable-pip-version-check", "-w", outdir] + list(body.get("args", []))
+        return Step(entry.name, kind, tuple(argv), cwd, env, where=where, detail={"wheel_dir": outdir})
+    raise AssertionError(f"unknown step kind {kind}")  # pragma: no cover - the loader admits no other

@@ -1,0 +1,532 @@
+"""Load a recipe file: YAML with positions -> validated Recipe (templates left unevaluated).
+
+Every problem is a RecipeError naming file:line:column, the key path, the
+bad value and what is accepted; misspelt keys get a "did you mean".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import jinja2
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from rocbuild import templating
+from rocbuild.errors import RecipeError
+from rocbuild.recipe.model import (
+    SCHEMA_VERSION,
+    Conditional,
+    Entry,
+    Option,
+    Position,
+    Recipe,
+    Requires,
+    Source,
+)
+from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME_RE = IDENT_RE
+SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+
+TOP_KEYS = {
+    "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
+    "source": True, "requires": False, "options": False, "env": False,
+    "patches": False, "steps": True, "verify": False,
+}
+SOURCE_KEYS = {"git": False, "path": False, "ref": False, "commit": False, "submodules": False}
+REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False}
+OPTION_KEYS = {"default": True, "choices": False, "multi": False, "help": False}
+PATCH_KINDS = ("diff", "replace", "link")
+REPLACE_KEYS = {"file": True, "find": True, "with": True, "count": False, "regex": False}
+LINK_KEYS = {"from": True, "into": True}
+STEP_KINDS = ("cmake", "cmake-build", "make", "run", "shell", "wheel")
+STEP_COMMON = ("when", "name", "env", "cwd")
+CMAKE_KEYS = {"source": False, "build": False, "defines": False, "generator": False, "args": False}
+CMAKE_BUILD_KEYS = {"dir": False, "target": False, "jobs": False, "config": False}
+MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
+WHEEL_KEYS = {"dir": False, "args": False}
+VERIFY_KINDS = ("command",)
+VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecipeError("recipe file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"cannot read recipe: {exc}", file=str(path)) from None
+    return load_recipe_text(text, path)
+
+
+def load_recipe_text(text: str, path: str | Path) -> Recipe:
+    return _Loader(text, Path(path)).load()
+
+
+class _Loader:
+    def __init__(self, text: str, path: Path):
+        self.text = text
+        self.path = path
+        self.lines = text.splitlines()
+
+    # -- errors -------------------------------------------------------------
+
+    def error(self, message: str, key: str | None, mark: Mark | None, **extra: Any) -> RecipeError:
+        line = mark.line if mark else None
+        column = mark.column if mark else None
+        source_line = self.lines[line - 1] if line and 0 < line <= len(self.lines) else None
+        return RecipeError(
+            message, file=str(self.path), line=line, column=column, key=key,
+            source_line=source_line, **extra,
+        )
+
+    def pos(self, key: str, mark: Mark) -> Position:
+        return Position(str(self.path), mark.line, mark.column, key)
+
+    # -- generic shape checks -----------------------------------------------
+
+    def mapping(self, value: Any, key: str, mark: Mark, allowed: dict[str, bool]) -> YMap:
+        if not isinstance(value, YMap):
+            raise self.error("expected a mapping", key, mark, value=_show(value),
+                             accepted="keys " + ", ".join(allowed))
+        for name in value:
+            if name not in allowed:
+                close = difflib.get_close_matches(str(name), list(allowed), n=1, cutoff=0.6)
+                raise self.error("unknown key", _join(key, name), value.key_marks[name],
+                                 value=name, accepted=", ".join(allowed),
+                                 suggestion=close[0] if close else None)
+        for name, required in allowed.items():
+            if required and name not in value:
+                raise self.error(f"missing required key {name!r}", key, mark,
+                                 accepted=", ".join(k for k, r in allowed.items() if r) + " (required)")
+        return value
+
+    def string(self, value: Any, key: str, mark: Mark, *, what: str = "a string") -> str:
+        if isinstance(value, bool) or value is None or isinstance(value, (YMap, YList)):
+            hint = what
+            if isinstance(value, bool):
+                hint += " (YAML reads yes/no/on/off/true/false as booleans: quote the value)"
+            raise self.error(f"expected {what}", key, mark, value=_show(value), accepted=hint)
+        if isinstance(value, (int, float)):
+            return str(value)
+        return value
+
+    def template(self, value: str, key: str, mark: Mark) -> str:
+        if templating.is_template(value):
+            try:
+                unknown = templating.undeclared_names(value)
+            except jinja2.TemplateSyntaxError as exc:
+                raise self.error(f"template syntax error: {exc.message}", key, mark, value=value,
+                                 accepted="jinja2 expressions inside ${{ ... }}") from None
+            if unknown:
+                name = sorted(unknown)[0]
+                close = difflib.get_close_matches(name, sorted(templating.CONTEXT_NAMES), n=1)
+                raise self.error(f"template uses undefined name {name!r}", key, mark, value=value,
+                                 accepted=", ".join(sorted(templating.CONTEXT_NAMES)),
+                                 suggestion=close[0] if close else None)
+        return value
+
+    def tstring(self, value: Any, key: str, mark: Mark) -> str:
+        return self.template(self.string(value, key, mark), key, mark)
+
+    def boolean(self, value: Any, key: str, mark: Mark) -> bool:
+        if not isinstance(value, bool):
+            raise self.error("expected true or false", key, mark, value=_show(value), accepted="true, false")
+        return value
+
+    def seq(self, value: Any, key: str, mark: Mark, what: str) -> YList:
+        if not isinstance(value, YList):
+            raise self.error("expected a list", key, mark, value=_show(value), accepted=f"a list of {what}")
+        return value
+
+    def argv(self, value: Any, key: str, mark: Mark) -> tuple[str, ...]:
+        if isinstance(value, str):
+            raise self.error("expected an argv list, not a string", key, mark, value=value,
+                             accepted="a list such as [python, setup.py, bdist_wheel]; "
+                                      "use a `shell:` step for a shell command line")
+        items = self.seq(value, key, mark, "strings")
+        if not items:
+            raise self.error("argv list is empty", key, mark, accepted="a non-empty list of strings")
+        return tuple(self.tstring(v, f"{key}[{i}]", items.item_marks[i]) for i, v in enumerate(items))
+
+    def when(self, entry: YMap, key: str) -> str | None:
+        if "when" not in entry:
+            return None
+        value = entry["when"]
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return self.tstring(value, _join(key, "when"), entry.value_marks["when"])
+
+    def env_map(self, value: Any, key: str, mark: Mark) -> tuple[tuple[str, Conditional], ...]:
+        if not isinstance(value, YMap):
+            raise self.error("expected a mapping of variable names to values", key, mark,
+                             value=_show(value), accepted="NAME: value, or NAME: {value: ..., when: ...}")
+        out = []
+        for name, raw in value.items():
+            ekey = _join(key, name)
+            kmark, vmark = value.key_marks[name], value.value_marks[name]
+            if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+                raise self.error("not a valid environment variable name", ekey, kmark, value=name,
+                                 accepted="letters, digits and _, not starting with a digit")
+            when = None
+            if isinstance(raw, YMap):
+                self.mapping(raw, ekey, vmark, {"value": True, "when": False})
+                when = self.when(raw, ekey)
+                vmark = raw.value_marks["value"]
+                raw = raw["value"]
+                ekey = _join(ekey, "value")
+            text = self.tstring(raw, ekey, vmark)
+            out.append((name, Conditional(text, when, self.pos(ekey, vmark))))
+        return tuple(out)
+
+    def names(self, value: Any, key: str, mark: Mark) -> tuple[Conditional, ...]:
+        items = self.seq(value, key, mark, "names (or {name: ..., when: ...})")
+        out = []
+        for i, item in enumerate(items):
+            ikey, imark = f"{key}[{i}]", items.item_marks[i]
+            when = None
+            if isinstance(item, YMap):
+                self.mapping(item, ikey, imark, {"name": True, "when": False})
+                when = self.when(item, ikey)
+                item, imark, ikey = item["name"], item.value_marks["name"], _join(ikey, "name")
+            out.append(Conditional(self.tstring(item, ikey, imark), when, self.pos(ikey, imark)))
+        return tuple(out)
+
+    def entry_kind(self, item: Any, key: str, mark: Mark, kinds: Iterable[str], extra: Iterable[str]) -> tuple[str, YMap]:
+        kinds, extra = tuple(kinds), tuple(extra)
+        accepted = "one of " + ", ".join(kinds) + " (plus " + ", ".join(extra) + ")"
+        if not isinstance(item, YMap):
+            raise self.error("expected a mapping with one kind key", key, mark, value=_show(item), accepted=accepted)
+        found = [k for k in item if k in kinds]
+        for name in item:
+            if name not in kinds and name not in extra:
+                close = difflib.get_close_matches(str(name), list(kinds) + list(extra), n=1, cutoff=0.6)
+                raise self.error("unknown key", _join(key, name), item.key_marks[name], value=name,
+                                 accepted=accepted, suggestion=close[0] if close else None)
+        if len(found) != 1:
+            raise self.error("needs exactly one kind key" if not found else
+                             f"has more than one kind key ({', '.join(found)})", key, mark,
+                             value=sorted(item), accepted=accepted)
+        return found[0], item
+
+    # -- sections -----------------------------------------------------------
+
+    def load(self) -> Recipe:
+        try:
+            data = compose(self.text)
+        except DuplicateKey as dup:
+            raise self.error(f"duplicate key (first given at line {dup.first.line})", dup.key, dup.mark,
+                             value=dup.key, accepted="each key once per mapping") from None
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            m = Mark(mark.line + 1, mark.column + 1) if mark else None
+            raise self.error(f"invalid YAML: {exc.problem or exc.context}", None, m) from None
+        except yaml.YAMLError as exc:
+            raise self.error(f"invalid YAML: {exc}", None, None) from None
+        if not isinstance(data, YMap):
+            raise self.error("a recipe is a YAML mapping", None, Mark(1, 1), value=_show(data),
+                             accepted="keys " + ", ".join(TOP_KEYS))
+        top = self.mapping(data, "", data.mark, TOP_KEYS)
+        vm = top.value_marks
+
+        schema = top["schema"]
+        if schema != SCHEMA_VERSION or isinstance(schema, bool):
+            raise self.error("unsupported schema version", "schema", vm["schema"], value=schema,
+                             accepted=str(SCHEMA_VERSION))
+        name = self.string(top["name"], "name", vm["name"])
+        if not NAME_RE.match(name):
+            raise self.error("invalid recipe name", "name", vm["name"], value=name,
+                             accepted="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
+        version = self.string(top["version"], "version", vm["version"])
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise self.error("not a PEP 440 version", "version", vm["version"], value=version,
+                             accepted="a version such as 0.50.1 or 2.2.4.post1") from None
+
+        options = self.options(top.get("options"), vm.get("options"))
+        return Recipe(
+            path=self.path,
+            text=self.text,
+            name=name,
+            version=version,
+            summary=self.string(top.get("summary", ""), "summary", vm.get("summary", top.mark)),
+            homepage=self.string(top.get("homepage", ""), "homepage", vm.get("homepage", top.mark)),
+            source=self.source(top["source"], vm["source"]),
+            requires=self.requires(top.get("requires"), vm.get("requires")),
+            options=options,
+            env=self.env_map(top["env"], "env", vm["env"]) if "env" in top else (),
+            patches=self.patches(top.get("patches"), vm.get("patches")),
+            steps=self.steps(top["steps"], vm["steps"]),
+            verify=self.verify(top.get("verify"), vm.get("verify")),
+        )
+
+    def source(self, value: Any, mark: Mark) -> Source:
+        src = self.mapping(value, "source", mark, SOURCE_KEYS)
+        vm = src.value_marks
+        if ("git" in src) == ("path" in src):
+            raise self.error("give exactly one of git or path", "source", mark, value=sorted(src),
+                             accepted="git: URL (with ref/commit/submodules), or path: a local folder")
+        commit = None
+        if "commit" in src:
+            commit = self.string(src["commit"], "source.commit", vm["commit"]).lower()
+            if not SHA_RE.match(commit):
+                raise self.error("not a commit id", "source.commit", vm["commit"], value=src["commit"],
+                                 accepted="7 to 40 hexadecimal digits")
+        ref = self.string(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
+        return Source(
+            git=self.string(src["git"], "source.git", vm["git"]) if "git" in src else None,
+            path=self.string(src["path"], "source.path", vm["path"]) if "path" in src else None,
+            ref=ref,
+            commit=commit,
+            submodules=self.boolean(src["submodules"], "source.submodules", vm["submodules"])
+            if "submodules" in src else False,
+        )
+
+    def requires(self, value: Any, mark: Mark | None) -> Requires:
+        if value is None:
+            return Requires()
+        req = self.mapping(value, "requires", mark, REQUIRES_KEYS)
+        vm = req.value_marks
+        rocm = None
+        if "rocm" in req:
+            rocm = self.string(req["rocm"], "requires.rocm", vm["rocm"])
+            try:
+                SpecifierSet(rocm)
+            except InvalidSpecifier:
+                raise self.error("not a version specifier", "requires.rocm", vm["rocm"], value=rocm,
+                                 accepted="a PEP 440 specifier such as '>=6.1' or '>=5.7,<7'") from None
+        return Requires(
+            rocm=rocm,
+            tools=self.names(req["tools"], "requires.tools", vm["tools"]) if "tools" in req else (),
+            python=self.names(req["python"], "requires.python", vm["python"]) if "python" in req else (),
+            cmake_packages=self.names(req["cmake-packages"], "requires.cmake-packages", vm["cmake-packages"])
+            if "cmake-packages" in req else (),
+        )
+
+    def options(self, value: Any, mark: Mark | None) -> tuple[Option, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, YMap):
+            raise self.error("expected a mapping of option names", "options", mark, value=_show(value),
+                             accepted="NAME: {default: ..., choices: [...], help: ...}")
+        out = []
+        for name, body in value.items():
+            key = f"options.{name}"
+            if not isinstance(name, str) or not IDENT_RE.match(name):
+                raise self.error("invalid option name", key, value.key_marks[name], value=name,
+                                 accepted="letters, digits and _ (it is used as options.NAME in templates)")
+            body = self.mapping(body, key, value.value_marks[name], OPTION_KEYS)
+            vm = body.value_marks
+            multi = self.boolean(body["multi"], f"{key}.multi", vm["multi"]) if "multi" in body else False
+            choices = None
+            if "choices" in body:
+                items = self.seq(body["choices"], f"{key}.choices", vm["choices"], "strings")
+                choices = tuple(self.string(c, f"{key}.choices[{i}]", items.item_marks[i])
+                                for i, c in enumerate(items))
+            default = self.string(body["default"], f"{key}.default", vm["default"])
+            parts = tuple(p.strip() for p in default.split(",") if p.strip()) if multi else (default,)
+            if choices is not None:
+                for part in parts:
+                    if part not in choices:
+                        raise self.error("default is not one of the choices", f"{key}.default", vm["default"],
+                                         value=part, accepted=", ".join(choices))
+            out.append(Option(
+                name=name,
+                default=parts if multi else default,
+                choices=choices,
+                multi=multi,
+                help=self.string(body.get("help", ""), f"{key}.help", vm.get("help", body.mark)),
+            ))
+        return tuple(out)
+
+    def patches(self, value: Any, mark: Mark | None) -> tuple[Entry, ...]:
+        if value is None:
+            return ()
+        items = self.seq(value, "patches", mark, "patch entries")
+        out = []
+        for i, item in enumerate(items):
+            key, imark = f"patches[{i}]", items.item_marks[i]
+            kind, entry = self.entry_kind(item, key, imark, PATCH_KINDS, ("when",))
+            bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
+            body = entry[kind]
+            if kind == "diff":
+                body = self.string(body, bkey, bmark)
+                if templating.is_template(body):
+                    raise self.error("a diff file name cannot be a template", bkey, bmark, value=body,
+                                     accepted="a path under patches/, e.g. horovod/0001-fix.patch")
+                if self.find_patch(body) is None:
+                    raise self.error("patch file not found", bkey, bmark, value=body,
+                                     accepted="a file under " + " or ".join(str(d) for d in self.patch_dirs()))
+            elif kind == "replace":
+                m = self.mapping(body, bkey, bmark, REPLACE_KEYS)
+                vm = m.value_marks
+                body = {
+                    "file": self.tstring(m["file"], f"{bkey}.file", vm["file"]),
+                    "find": self.tstring(m["find"], f"{bkey}.find", vm["find"]),
+                    "with": self.tstring(m["with"], f"{bkey}.with", vm["with"]),
+                    "regex": self.boolean(m["regex"], f"{bkey}.regex", vm["regex"]) if "regex" in m else False,
+                    "count": None,
+                }
+                if "count" in m:
+                    count = m["count"]
+                    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                        raise self.error("expected a positive whole number", f"{bkey}.count", vm["count"],
+                                         value=count, accepted="1, 2, ... (how many matches are expected)")
+                    body["count"] = count
+                if body["regex"] and not templating.is_template(body["find"]):
+                    try:
+                        re.compile(body["find"], re.MULTILINE)
+                    except re.error as exc:
+                        raise self.error(f"invalid regular expression: {exc}", f"{bkey}.find", vm["find"],
+                                         value=body["find"], accepted="a Python regular expression") from None
+                if not body["find"]:
+                    raise self.error("find is empty", f"{bkey}.find", vm["find"], accepted="a non-empty string")
+            else:
+                m = self.mapping(body, bkey, bmark, LINK_KEYS)
+                vm = m.value_marks
+                body = {"from": self.tstring(m["from"], f"{bkey}.from", vm["from"]),
+                        "into": self.tstring(m["into"], f"{bkey}.into", vm["into"])}
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark)))
+        return tuple(out)
+
+    def patch_dirs(self) -> list[Path]:
+        from rocbuild.recipe.lookup import patch_dirs_for
+
+        return patch_dirs_for(self.path)
+
+    def find_patch(self, name: str) -> Path | None:
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            return None
+        for d in self.patch_dirs():
+            if (d / name).is_file():
+                return d / name
+        return None
+
+    def steps(self, value: Any, mark: Mark) -> tuple[Entry, ...]:
+        items = self.seq(value, "steps", mark, "step entries")
+        if not items:
+            raise self.error("a recipe needs at least one step", "steps", mark, accepted=", ".join(STEP_KINDS))
+        out = []
+        names: set[str] = set()
+        for i, item in enumerate(items):
+            key, imark = f"steps[{i}]", items.item_marks[i]
+            kind, entry = self.entry_kind(item, key, imark, STEP_KINDS, STEP_COMMON)
+            bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
+            body = self.step_body(kind, entry[kind], bkey, bmark)
+            name = None
+            if "name" in entry:
+                name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"])
+                if not NAME_RE.match(name):
+                    raise self.error("invalid step name", f"{key}.name", entry.value_marks["name"], value=name,
+                                     accepted="lower-case letters, digits, '.', '_' and '-'")
+            name = name or _unique(kind, names)
+            if name in names:
+                raise self.error("duplicate step name", f"{key}.name", entry.value_marks.get("name", imark),
+                                 value=name, accepted="a name not used by another step")
+            names.add(name)
+            cwd = None
+            if "cwd" in entry:
+                cwd = self.tstring(entry["cwd"], f"{key}.cwd", entry.value_marks["cwd"])
+            env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd))
+        return tuple(out)
+
+    def step_body(self, kind: str, body: Any, key: str, mark: Mark) -> Any:
+        if kind == "run":
+            return self.argv(body, key, mark)
+        if kind == "shell":
+            return self.tstring(body, key, mark)
+        allowed = {"cmake": CMAKE_KEYS, "cmake-build": CMAKE_BUILD_KEYS, "make": MAKE_KEYS, "wheel": WHEEL_KEYS}[kind]
+        if body is None:
+            body = YMap()
+            body.mark, body.key_marks, body.value_marks = mark, {}, {}
+        m = self.mapping(body, key, mark, allowed)
+        vm = m.value_marks
+        out: dict[str, Any] = {}
+        for name, raw in m.items():
+            k = f"{key}.{name}"
+            if name == "defines":
+                if not isinstance(raw, YMap):
+                    raise self.error("expected a mapping of CMake variables", k, vm[name], value=_show(raw),
+                                     accepted="NAME: value")
+                defines = {}
+                for dname, dval in raw.items():
+                    dk = f"{k}.{dname}"
+                    if not isinstance(dname, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.:-]*$", dname):
+                        raise self.error("not a CMake variable name", dk, raw.key_marks[dname], value=dname,
+                                         accepted="letters, digits, _ . : -")
+                    if isinstance(dval, bool):  # YAML's ON/OFF/true/false: CMake's own booleans
+                        dval = "ON" if dval else "OFF"
+                    defines[dname] = self.tstring(dval, dk, raw.value_marks[dname])
+                out[name] = defines
+            elif name == "args":
+                out[name] = self.argv(raw, k, vm[name])
+            elif name == "jobs":
+                if isinstance(raw, bool) or not (isinstance(raw, int) and raw > 0 or isinstance(raw, str)):
+                    raise self.error("expected a positive whole number", k, vm[name], value=raw,
+                                     accepted="1, 2, ... or a template such as ${{ jobs }}")
+                out[name] = self.tstring(raw, k, vm[name])
+            else:
+                out[name] = self.tstring(raw, k, vm[name])
+        return out
+
+    def verify(self, value: Any, mark: Mark | None) -> tuple[Entry, ...]:
+        if value is None:
+            return ()
+        items = self.seq(value, "verify", mark, "verify entries")
+        out = []
+        for i, item in enumerate(items):
+            key, imark = f"verify[{i}]", items.item_marks[i]
+            kind, entry = self.entry_kind(item, key, imark, VERIFY_KINDS, VERIFY_KEYS_EXTRA)
+            argv = self.argv(entry[kind], f"{key}.{kind}", entry.value_marks[kind])
+            expect: tuple[str, ...] = ()
+            if "expect" in entry:
+                ekey, emark = f"{key}.expect", entry.value_marks["expect"]
+                items2 = self.seq(entry["expect"], ekey, emark, "regular expressions")
+                pats = []
+                for j, pat in enumerate(items2):
+                    pk, pm = f"{ekey}[{j}]", items2.item_marks[j]
+                    pat = self.tstring(pat, pk, pm)
+                    if not templating.is_template(pat):
+                        try:
+                            re.compile(pat, re.MULTILINE)
+                        except re.error as exc:
+                            raise self.error(f"invalid regular expression: {exc}", pk, pm, value=pat,
+                                             accepted="a Python regular expression") from None
+                    pats.append(pat)
+                expect = tuple(pats)
+            env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
+            name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"]) if "name" in entry else None
+            out.append(Entry(kind, {"argv": argv, "expect": expect}, self.when(entry, key),
+                             self.pos(key, imark), name=name or f"verify-{i + 1}", env=env))
+        return tuple(out)
+
+
+def _join(prefix: str, name: Any) -> str:
+    return f"{prefix}.{name}" if prefix else str(name)
+
+
+def _unique(kind: str, taken: set[str]) -> str:
+    if kind not in taken:
+        return kind
+    n = 2
+    while f"{kind}-{n}" in taken:
+        n += 1
+    return f"{kind}-{n}"
+
+
+def _show(value: Any) -> Any:
+    if isinstance(value, YMap):
+        return dict(value)
+    if isinstance(value, YList):
+        return list(value)
+    return value

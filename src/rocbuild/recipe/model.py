@@ -1,0 +1,104 @@
+"""The recipe, as loaded: typed and validated, with templates still unevaluated.
+
+Every entry keeps the position it came from so later stages (rendering,
+planning) can point at the recipe line that produced a bad value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a value sits in its recipe file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    key: str  # the key path, e.g. "steps[2].cmake.defines"
+
+    def describe(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Conditional:
+    """A value that applies only when its `when:` template renders to true."""
+
+    value: Any
+    when: str | None
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the source tree comes from."""
+
+    git: str | None = None
+    ref: str | None = None
+    commit: str | None = None  # optional pin: the build fails when `ref` resolves elsewhere
+    submodules: bool = False
+    path: str | None = None  # a local folder (relative to the recipe file), copied, never modified
+
+
+@dataclass(frozen=True)
+class Requires:
+    """What the host must provide before anything compiles."""
+
+    rocm: str | None = None  # a PEP 440 version specifier, e.g. ">=6.1"
+    tools: tuple[Conditional, ...] = ()
+    python: tuple[Conditional, ...] = ()  # modules importable in the target python
+    cmake_packages: tuple[Conditional, ...] = ()  # config packages under the ROCm prefix
+
+
+@dataclass(frozen=True)
+class Option:
+    """A named knob set with `--set NAME=VALUE`."""
+
+    name: str
+    default: str | tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+    multi: bool = False  # comma-separated values, each one of `choices`; renders as a list
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One patch, step or verify entry: its kind and its (unrendered) body."""
+
+    kind: str
+    body: Any
+    when: str | None
+    pos: Position
+    name: str | None = None
+    env: tuple[tuple[str, Conditional], ...] = ()
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    text: str
+    name: str
+    version: str
+    summary: str = ""
+    homepage: str = ""
+    source: Source = field(default_factory=Source)
+    requires: Requires = field(default_factory=Requires)
+    options: tuple[Option, ...] = ()
+    env: tuple[tuple[str, Conditional], ...] = ()
+    patches: tuple[Entry, ...] = ()
+    steps: tuple[Entry, ...] = ()
+    verify: tuple[Entry, ...] = ()
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)

@@ -1,0 +1,77 @@
+"""YAML to plain Python values that remember where each key and value was written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+
+@dataclass(frozen=True)
+class Mark:
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+def _mark(node: Node) -> Mark:
+    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class YMap(dict):
+    """A mapping that knows the position of itself, each key and each value."""
+
+    mark: Mark
+    key_marks: dict
+    value_marks: dict
+
+
+class YList(list):
+    """A sequence that knows the position of itself and each item."""
+
+    mark: Mark
+    item_marks: list
+
+
+class DuplicateKey(Exception):
+    def __init__(self, key: str, mark: Mark, first: Mark):
+        super().__init__(key)
+        self.key, self.mark, self.first = key, mark, first
+
+
+class _Scalars(SafeConstructor):
+    pass
+
+
+def compose(text: str) -> object:
+    """Parse one YAML document; raises yaml.YAMLError or DuplicateKey."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is None:
+        return None
+    return _convert(root, _Scalars())
+
+
+def _convert(node: Node, scalars: SafeConstructor) -> object:
+    if isinstance(node, ScalarNode):
+        return scalars.construct_object(node, deep=True)
+    if isinstance(node, SequenceNode):
+        out = YList(_convert(item, scalars) for item in node.value)
+        out.mark = _mark(node)
+        out.item_marks = [_mark(item) for item in node.value]
+        return out
+    if isinstance(node, MappingNode):
+        out = YMap()
+        out.mark = _mark(node)
+        out.key_marks, out.value_marks = {}, {}
+        for key_node, value_node in node.value:
+            key = _convert(key_node, scalars)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                key = str(key)
+            if key in out:
+                raise DuplicateKey(str(key), _mark(key_node), out.key_marks[key])
+            out[key] = _convert(value_node, scalars)
+            out.key_marks[key] = _mark(key_node)
+            out.value_marks[key] = _mark(value_node)
+        return out
+    raise TypeError(f"unexpected YAML node {node!r}")  # pragma: no cover - yaml has no other kinds

@@ -1,0 +1,96 @@
+"""Rendering recipe templates against a concrete host: sandboxed, strict, positioned errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from jinja2.exceptions import SecurityError
+
+from rocbuild import templating
+from rocbuild.detect.rocm import Rocm, RocmVersion
+from rocbuild.errors import RecipeError
+from rocbuild.recipe.model import Position
+
+
+class RocmView:
+    """What templates see as `rocm`: strings and a version, no live objects."""
+
+    def __init__(self, rocm: Rocm):
+        self.path = str(rocm.path)
+        self.version = rocm.version or RocmVersion("0")
+        self.layout = rocm.layout
+        self.cmake_hip_dir = str(rocm.cmake_hip_dir or "")
+        self.hip_lang_dir = str(rocm.hip_lang_dir or "")
+        self.hip_compiler = str(rocm.hip_compiler or "")
+        self.hip_clang_dir = str(rocm.hip_compiler.parent) if rocm.hip_compiler else ""
+        self.include_dir = str(rocm.include_dir or "")
+        self._rocm = rocm
+
+    def has_header(self, name: str) -> bool:
+        return self._rocm.has_header(str(name))
+
+    def __str__(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class PythonView:
+    executable: str
+    version: str
+
+    def __str__(self) -> str:
+        return self.executable
+
+
+class Renderer:
+    def __init__(self, context: dict[str, Any]):
+        missing = templating.CONTEXT_NAMES - set(context)
+        assert not missing, f"render context lacks {missing}"
+        self.context = context
+
+    def text(self, value: Any, pos: Position | None, key: str | None = None, *, shell: bool = False) -> str:
+        """Render one string; a non-template comes back unchanged."""
+        if not isinstance(value, str) or not templating.is_template(value):
+            return value
+        env = templating.environment(shell_quote=shell)
+        try:
+            return env.from_string(value).render(self.context)
+        except SecurityError as exc:
+            raise self._error(f"template refused by the sandbox: {exc}", value, pos, key,
+                              "plain values: archs, rocm.path, options.NAME, ... (no underscore attributes)")
+        except jinja2.UndefinedError as exc:
+            raise self._error(f"template uses something undefined: {exc.message}", value, pos, key,
+                              ", ".join(sorted(templating.CONTEXT_NAMES)))
+        except jinja2.TemplateError as exc:
+            raise self._error(f"template error: {exc}", value, pos, key, None)
+        except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+            raise self._error(f"template failed: {exc}", value, pos, key, None)
+
+    def tree(self, value: Any, pos: Position | None, key: str) -> Any:
+        if isinstance(value, dict):
+            return {k: self.tree(v, pos, f"{key}.{k}") for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.tree(v, pos, f"{key}[{i}]") for i, v in enumerate(value)]
+        return self.text(value, pos, key)
+
+    def condition(self, when: str | None, pos: Position | None, key: str) -> bool:
+        if when is None:
+            return True
+        result = self.text(when, pos, key).strip().lower()
+        if result in ("true", "1", "yes"):
+            return True
+        if result in ("false", "0", "no", ""):
+            return False
+        raise self._error("`when` must render to true or false", when, pos, key, "true, false",
+                          rendered=result)
+
+    @staticmethod
+    def _error(message: str, value: str, pos: Position | None, key: str | None, accepted: str | None,
+               rendered: str | None = None) -> RecipeError:
+        if rendered is not None:
+            message += f" (it rendered to {rendered!r})"
+        return RecipeError(message, file=pos.file if pos else None, line=pos.line if pos else None,
+                           column=pos.column if pos else None, key=key or (pos.key if pos else None),
+                           value=value, accepted=accepted)

@@ -1,0 +1,1 @@
+"""The actions that touch the source tree: fetching it and patching it."""

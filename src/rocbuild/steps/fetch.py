@@ -1,0 +1,127 @@
+"""Getting the source: git through a local mirror cache (GitPython), or a copied folder.
+
+The mirror makes a second build of the same tag or commit download nothing;
+branches are refreshed because they move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+import git
+from git.exc import GitCommandError
+
+from rocbuild.errors import StepFailed, UsageError
+from rocbuild.plan import SourceSpec
+
+_BAD_REF = re.compile(r"(^-)|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|/$|^/|//")
+
+
+def check_ref(ref: str, what: str = "--ref") -> str:
+    """Refuse refs git would reject or read as an option (a ref starting with '-')."""
+    if not ref or _BAD_REF.search(ref):
+        raise UsageError(
+            f"{what} {ref!r} is not a valid git ref",
+            hint="accepted: a branch, tag or commit id, e.g. v0.28.1, main or 1d217b5",
+        )
+    return ref
+
+
+def fetch_source(spec: SourceSpec, dest: Path, log) -> tuple[str, str]:
+    """Populate `dest` (which must not exist); return (resolved id, how it was got)."""
+    if spec.kind == "dir":
+        return copy_tree(Path(spec.directory), dest), "copied"
+    return _fetch_git(spec, dest, log)
+
+
+def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
+    """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?)."""
+    mirror = Path(spec.mirror)
+    downloaded = False
+    if not (mirror / "HEAD").is_file():
+        log(f"mirroring {spec.url} into {mirror}")
+        tmp = mirror.with_name(mirror.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            git.Repo.clone_from(spec.url, tmp, mirror=True)
+        except GitCommandError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StepFailed(f"cannot clone {spec.url}: {_git_message(exc)}") from None
+        os.replace(tmp, mirror)
+        downloaded = True
+    repo = git.Repo(mirror)
+    want = spec.ref or "HEAD"
+    sha = _rev(repo, want)
+    moving = spec.ref is None or f"refs/heads/{spec.ref}" in {r.path for r in repo.references}
+    if not downloaded and (sha is None or (moving and spec.commit is None)):
+        log(f"updating mirror of {spec.url}")
+        try:
+            repo.git.fetch("--prune", "origin")
+        except GitCommandError as exc:
+            if sha is None:
+                raise StepFailed(f"cannot update the mirror of {spec.url}: {_git_message(exc)}") from None
+            log(f"warning: could not update the mirror ({_git_message(exc)}); using what it has")
+        else:
+            downloaded = True
+        sha = _rev(repo, want)
+    if sha is None:
+        raise StepFailed(f"{spec.url} has no branch, tag or commit {want!r}",
+                         hint="check the recipe's source.ref or the --ref you gave")
+    if spec.commit is not None and not sha.startswith(spec.commit):
+        raise StepFailed(
+            f"source.ref {want!r} of {spec.url} resolves to {sha}, but the recipe pins commit {spec.commit}",
+            hint="upstream moved the ref (or the pin is wrong): check the tag, then fix `commit:` in the recipe",
+        )
+    return sha, downloaded
+
+
+def _fetch_git(spec: SourceSpec, dest: Path, log) -> tuple[str, str]:
+    sha, downloaded = resolve_git(spec, log)
+    try:
+        repo = git.Repo.clone_from(spec.mirror, dest, shared=True, no_checkout=True)
+        repo.git.checkout("--detach", sha)
+        if spec.submodules:
+            repo.git.submodule("update", "--init", "--recursive")
+    except GitCommandError as exc:
+        raise StepFailed(f"cannot check out {sha} of {spec.url}: {_git_message(exc)}") from None
+    return sha, "downloaded" if downloaded else "from the mirror cache"
+
+
+def copy_tree(source: Path, dest: Path) -> str:
+    """Copy a user's tree (never modified) and return a fingerprint of what was copied."""
+    if not source.is_dir():
+        raise UsageError(f"source folder {source} does not exist or is not a folder")
+    shutil.copytree(source, dest, symlinks=True)
+    return tree_fingerprint(source)
+
+
+def tree_fingerprint(root: Path) -> str:
+    """Cheap identity of a folder's contents: names, sizes and modification times."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath, name)
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return "tree:" + h.hexdigest()
+
+
+def _rev(repo: git.Repo, ref: str) -> str | None:
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except GitCommandError:
+        return None
+
+
+def _git_message(exc: GitCommandError) -> str:
+    text = (exc.stderr or "").strip().replace("stderr: ", "").strip("'\n ")
+    return text.splitlines()[-1] if text else str(exc)
