@@ -45,7 +45,7 @@ class RecipeError(UsageError):
         key: str | None = None,
         value: object = None,
         accepted: str | None = None,
-        suggestion: str | None = None,
+        suggestion: str | list[str] | None = None,
         source_line: str | None = None,
     ):
         super().__init__(message)
@@ -73,7 +73,8 @@ class RecipeError(UsageError):
         if self.accepted:
             out.append(f"  accepted: {self.accepted}")
         if self.suggestion:
-            out.append(f"  did you mean {self.suggestion!r}?")
+            options = [self.suggestion] if isinstance(self.suggestion, str) else self.suggestion
+            out.append("  did you mean " + " or ".join(repr(o) for o in options) + "?")
         if self.source_line is not None and self.line is not None:
             gutter = f"{self.line:>5} | "
             out.append(gutter + self.source_line)

@@ -69,7 +69,7 @@ def parse_arch_list(text: str) -> list[str]:
     out: list[str] = []
     for raw in text.split(","):
         item = raw.strip()
-        if not ARCH_RE.match(item) or item.count(":sramecc") > 1 or item.count(":xnack") > 1:
+        if not ARCH_RE.fullmatch(item) or item.count(":sramecc") > 1 or item.count(":xnack") > 1:
             shown = item if len(item) <= 60 else item[:57] + "..."
             hint = f"accepted: {ARCH_FORM}"
             if GENERIC_RE.match(item):

@@ -128,10 +128,10 @@ class _Loader:
                                  accepted="jinja2 expressions inside ${{ ... }}") from None
             if unknown:
                 name = sorted(unknown)[0]
-                close = difflib.get_close_matches(name, sorted(templating.CONTEXT_NAMES), n=1)
+                close = difflib.get_close_matches(name, sorted(templating.CONTEXT_NAMES), n=2)
                 raise self.error(f"template uses undefined name {name!r}", key, mark, value=value,
                                  accepted=", ".join(sorted(templating.CONTEXT_NAMES)),
-                                 suggestion=close[0] if close else None)
+                                 suggestion=close or None)
         return value
 
     def tstring(self, value: Any, key: str, mark: Mark) -> str:

@@ -1,0 +1,88 @@
+"""replace and link on real files: idempotent, loud on mismatch, never escaping the tree."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rocbuild.errors import StepFailed
+from rocbuild.steps.patch import apply_link, apply_replace
+
+HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n#endif\n"
+
+
+def replace(**kw):
+    return {"file": "ops.h", "find": "#include <rccl.h>", "with": "#include <rccl/rccl.h>",
+            "regex": False, "count": None, **kw}
+
+
+@pytest.mark.parametrize("params", [
+    replace(),
+    replace(find="rccl.h", **{"with": "rccl/rccl.h"}),  # the blog's sed, which is not idempotent
+    replace(find=r"^#include <rccl\.h>$", regex=True, count=1),
+])
+def test_replace_twice_changes_once(tmp_path, params):
+    (tmp_path / "ops.h").write_text(HEADER)
+    assert "replaced 1" in apply_replace(params, tmp_path)
+    assert "already applied" in apply_replace(params, tmp_path)
+    text = (tmp_path / "ops.h").read_text()
+    assert text.count("#include <rccl/rccl.h>") == 1 and "rccl/rccl/" not in text
+    assert "#include <rccl.h>" not in text
+
+
+def test_replace_without_match_names_file_and_pattern(tmp_path):
+    (tmp_path / "ops.h").write_text("#include <nccl.h>\n")
+    with pytest.raises(StepFailed) as info:
+        apply_replace(replace(), tmp_path)
+    assert "ops.h" in info.value.message and "#include <rccl.h>" in info.value.message
+
+
+def test_replace_count_mismatch(tmp_path):
+    (tmp_path / "ops.h").write_text(HEADER + HEADER)
+    with pytest.raises(StepFailed, match="has 2 matches .* expects 1"):
+        apply_replace(replace(count=1), tmp_path)
+    assert (tmp_path / "ops.h").read_text() == HEADER + HEADER  # untouched
+
+
+def test_replace_refuses_paths_outside(tmp_path):
+    with pytest.raises(StepFailed, match="outside the source tree"):
+        apply_replace(replace(file="../etc/passwd"), tmp_path / "src")
+
+
+def make_findhip(tmp_path):
+    hip = tmp_path / "rocm" / "lib" / "cmake" / "hip"
+    (hip / "FindHIP").mkdir(parents=True)
+    (hip / "FindHIP.cmake").write_text("# find hip\n")
+    (hip / "FindHIP" / "run_hipcc.cmake").write_text("#\n")
+    (hip / "hip-config.cmake").write_text("#\n")
+    return hip
+
+
+def test_link_links_every_match_and_replaces_links(tmp_path):
+    hip = make_findhip(tmp_path)
+    tree = tmp_path / "tree"
+    (tree / "cmake" / "Modules").mkdir(parents=True)
+    params = {"from": f"{hip}/FindHIP*", "into": "cmake/Modules"}
+    apply_link(params, tree)
+    apply_link(params, tree)  # a re-run replaces the links themselves
+    mods = tree / "cmake" / "Modules"
+    assert sorted(os.listdir(mods)) == ["FindHIP", "FindHIP.cmake"]
+    assert os.readlink(mods / "FindHIP") == str(hip / "FindHIP")
+    assert not (hip / "FindHIP" / "FindHIP").exists()  # the `ln -sf` trap
+    assert (mods / "FindHIP" / "run_hipcc.cmake").is_file()
+
+
+def test_link_refuses_to_replace_real_files(tmp_path):
+    hip = make_findhip(tmp_path)
+    tree = tmp_path / "tree"
+    (tree / "m").mkdir(parents=True)
+    (tree / "m" / "FindHIP.cmake").write_text("mine\n")
+    with pytest.raises(StepFailed, match="not a link"):
+        apply_link({"from": f"{hip}/FindHIP.cmake", "into": "m"}, tree)
+    assert (tree / "m" / "FindHIP.cmake").read_text() == "mine\n"
+
+
+def test_link_without_match(tmp_path):
+    with pytest.raises(StepFailed, match="nothing matches"):
+        apply_link({"from": f"{tmp_path}/none/FindHIP*", "into": "m"}, tmp_path)

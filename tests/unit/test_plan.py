@@ -1,0 +1,118 @@
+"""Plans of the shipped recipes against faithful fake ROCm trees (pure: nothing runs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import make_rocm_tree
+
+
+def plan_json(cli, *args):
+    code, out, err = cli("plan", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("archs", ["gfx1100", "gfx90a,gfx1100"])
+def test_bitsandbytes_plan(cli, rocm61, tmp_path, archs):
+    plan = plan_json(cli, "bitsandbytes", "--arch", archs, "--rocm", rocm61, "--work", tmp_path / "w", "-j", "3")
+    src, build = str(tmp_path / "w" / "src"), str(tmp_path / "w" / "build")
+    cmake, cmake_build, wheel = plan["steps"]
+    assert cmake["argv"][:5] == ["cmake", "-S", src, "-B", build]
+    assert f"-DBNB_ROCM_ARCH={archs.replace(',', ';')}" in cmake["argv"]
+    assert "-DCOMPUTE_BACKEND=hip" in cmake["argv"] and "-DCMAKE_BUILD_TYPE=Release" in cmake["argv"]
+    assert f"-DCMAKE_HIP_COMPILER={rocm61}/lib/llvm/bin/clang++" in cmake["argv"]
+    assert cmake_build["argv"] == ["cmake", "--build", build, "--parallel", "3"]
+    assert wheel["argv"][1:7] == ["-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation"]
+    assert wheel["env"] == {"BNB_SKIP_CMAKE": "1"}
+    assert plan["env"]["ROCM_PATH"] == str(rocm61) and plan["env"]["HIP_PLATFORM"] == "amd"
+    assert plan["requirements"]["cmake_packages"] == ["hipblas", "hiprand", "hipblaslt"]
+    assert plan["source"]["commit"] == "37d2a9387f7146ccb85517ff45c665d345bfda79"
+    assert plan["archs"] == archs.split(",")
+
+
+def test_bitsandbytes_old_branch_plan(cli, rocm61, tmp_path):
+    plan = plan_json(cli, "bitsandbytes", "--arch", "gfx1100", "--rocm", rocm61, "--ref", "multi-backend-refactor")
+    assert plan["source"]["ref"] == "multi-backend-refactor" and plan["source"]["commit"] is None
+    assert "hipsparse" in plan["requirements"]["cmake_packages"]
+    assert "setuptools_scm" in plan["requirements"]["python_modules"]
+
+
+@pytest.mark.parametrize("archs", ["gfx1100", "gfx90a,gfx1100"])
+def test_horovod_plan_rocm61(cli, rocm61, archs):
+    plan = plan_json(cli, "horovod", "--arch", archs, "--rocm", rocm61)
+    env = plan["env"]
+    assert env["HOROVOD_GPU"] == "ROCM" and env["HOROVOD_GPU_OPERATIONS"] == "NCCL"
+    assert env["HOROVOD_ROCM_HOME"] == str(rocm61)
+    assert env["HCC_AMDGPU_TARGET"] == archs
+    assert env["HOROVOD_BUILD_ARCH_FLAGS"] == "-mtune=generic"
+    assert env["HOROVOD_WITH_PYTORCH"] == "1" and env["HOROVOD_WITHOUT_TENSORFLOW"] == "1"
+    assert "HIP_PATH" not in env  # only for distro layouts
+    kinds = [p["kind"] for p in plan["patches"]]
+    assert kinds == ["link", "replace", "diff", "diff"]
+    assert plan["patches"][0]["from"] == f"{rocm61}/lib/cmake/hip/FindHIP*"
+    assert plan["patches"][1]["with"] == "#include <rccl/rccl.h>"
+    assert plan["verify"][0]["argv"] == ["horovodrun", "--check-build"]
+    assert "rccl" in plan["requirements"]["cmake_packages"]
+
+
+def test_horovod_plan_old_rocm_layout(cli, tmp_path):
+    old = make_rocm_tree(tmp_path, "5.1.3")
+    plan = plan_json(cli, "horovod", "--arch", "gfx90a", "--rocm", old, "--set", "frameworks=none")
+    assert plan["patches"][0]["from"] == f"{old}/hip/cmake/FindHIP*"
+    assert [p["kind"] for p in plan["patches"]] == ["link", "diff", "diff"]  # rccl.h stays: no rccl/ there
+    assert plan["env"]["HOROVOD_WITHOUT_PYTORCH"] == "1"
+    assert "torch" not in plan["requirements"]["python_modules"]
+
+
+def test_plan_text_shows_argv(cli, rocm61):
+    code, out, _ = cli("plan", "bitsandbytes", "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 0
+    assert '"-DBNB_ROCM_ARCH=gfx90a"' in out and "argv: [" in out
+
+
+def test_dry_run_is_plan(cli, rocm61, tmp_path):
+    code, out, _ = cli("build", "horovod", "--arch", "gfx90a", "--rocm", rocm61, "--dry-run", "--out", tmp_path / "wh")
+    assert code == 0 and "plan: horovod" in out
+    assert not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("args,code,fragment", [
+    (["--set", "framework=pytorch"], 2, "did you mean 'frameworks'"),
+    (["--set", "frameworks=jax"], 2, "'jax' is not allowed"),
+    (["--set", "frameworks"], 2, "expected NAME=VALUE"),
+    (["--ref", "--upload-pack=touch /tmp/x"], 2, "not a valid git ref"),
+    (["--jobs", "0"], 2, "must be 1 or more"),
+    (["--arch", "gfx1100;gfx90a"], 2, "separate several targets with commas"),
+])
+def test_bad_values(cli, rocm61, args, code, fragment):
+    got, _, err = cli("plan", "horovod", "--rocm", rocm61, *(["--arch", "gfx90a"] if "--arch" not in args else []), *args)
+    assert got == code
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_unknown_recipe_suggests(cli):
+    code, _, err = cli("plan", "horovd", "--arch", "gfx90a")
+    assert code == 2 and "did you mean: horovod" in err
+
+
+def test_no_rocm_exits_3(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "missing"))
+    code, _, err = cli("plan", "horovod", "--arch", "gfx90a")
+    assert code == 3 and "not a ROCm install" in err
+
+
+def test_user_recipes_dir_shadows_builtin(cli, tmp_path, rocm61):
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "horovod.yaml").write_text("schema: 1\nname: horovod\nversion: 9.9\nsource: {path: .}\n"
+                                    "steps:\n  - run: [python, -V]\n")
+    code, out, _ = cli("recipes", "--recipes", d)
+    assert code == 0
+    line = next(l for l in out.splitlines() if l.startswith("horovod"))
+    assert "9.9" in line and "--recipes" in line
+    plan = plan_json(cli, "horovod", "--recipes", d, "--arch", "gfx90a", "--rocm", rocm61)
+    assert plan["recipe"]["version"] == "9.9"

@@ -1,0 +1,82 @@
+"""Loader errors: each bad file names file:line:column, key, value, what is accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocbuild.errors import RecipeError
+from rocbuild.recipe import load_recipe
+from rocbuild.recipe.lookup import data_dir
+
+BAD = Path(__file__).parent.parent / "data" / "bad"
+
+CASES = {
+    # file: (line, column, fragments that must all be in the message)
+    "misspelt_top_key.yaml": (7, 1, ["stpes: unknown key", "did you mean 'steps'", "accepted: schema, name"]),
+    "misspelt_nested_key.yaml": (10, 7, ["steps[1].cmake.defins: unknown key", "did you mean 'defines'"]),
+    "unknown_step_kind.yaml": (8, 5, ["steps[0].cmak: unknown key", "did you mean 'cmake'", "one of cmake"]),
+    "broken_yaml.yaml": (9, None, ["invalid YAML"]),
+    "undefined_name.yaml": (8, 17, ["undefined name 'archz'", "'archs'", "steps[0].run[1]"]),
+    "template_syntax.yaml": (8, 17, ["template syntax error", "steps[0].run[1]"]),
+    "bool_env.yaml": (8, 12, ["env.USE_HIP: expected a string", "quote the value", "value: True"]),
+    "run_string.yaml": (8, 10, ["not a string", "[python, setup.py, bdist_wheel]", "shell"]),
+    "duplicate_key.yaml": (9, 1, ["duplicate key", "first given at line 7", "steps"]),
+    "bad_schema.yaml": (1, 9, ["schema: unsupported schema version", "value: 2", "accepted: 1"]),
+    "bad_version.yaml": (3, 10, ["not a PEP 440 version", "one-point-oh"]),
+    "missing_patch.yaml": (8, 11, ["patches[0].diff: patch file not found", "demo/0001-missing.patch"]),
+    "option_default.yaml": (9, 14, ["options.backend.default", "not one of the choices", "accepted: hip, cpu"]),
+    "bad_specifier.yaml": (8, 9, ["requires.rocm: not a version specifier", "six or newer", ">=6.1"]),
+    "bad_commit.yaml": (7, 11, ["source.commit: not a commit id", "hexadecimal"]),
+    "replace_missing_with.yaml": (8, 14, ["patches[0].replace", "missing required key 'with'"]),
+    "two_kinds.yaml": (8, 5, ["more than one kind key (run, cmake)", "accepted: one of cmake"]),
+    "bad_regex.yaml": (8, 32, ["invalid regular expression", "patches[0].replace.find"]),
+    "not_a_mapping.yaml": (1, 1, ["a recipe is a YAML mapping"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_recipe_message(name):
+    line, column, fragments = CASES[name]
+    with pytest.raises(RecipeError) as info:
+        load_recipe(BAD / name)
+    text = info.value.render()
+    where = f"{BAD / name}:{line}" + (f":{column}" if column else "")
+    assert text.startswith(where), text
+    for fragment in fragments:
+        assert fragment in text, f"{fragment!r} not in:\n{text}"
+    assert info.value.exit_code == 2
+
+
+def test_every_bad_file_has_a_case():
+    assert sorted(p.name for p in BAD.glob("*.yaml")) == sorted(CASES)
+
+
+def test_caret_points_at_column():
+    with pytest.raises(RecipeError) as info:
+        load_recipe(BAD / "misspelt_nested_key.yaml")
+    lines = info.value.render().splitlines()
+    source, caret = lines[-2], lines[-1]
+    assert source.endswith("defins: {A: b}")
+    assert source[caret.index("^"):].startswith("defins")
+
+
+@pytest.mark.parametrize("recipe", sorted(data_dir("recipes").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_recipes_load(recipe):
+    loaded = load_recipe(recipe)
+    assert loaded.name == recipe.stem
+    assert loaded.steps
+
+
+def test_missing_file():
+    with pytest.raises(RecipeError, match="recipe file not found"):
+        load_recipe(BAD / "nope.yaml")
+
+
+def test_yaml_booleans_become_cmake_switches(tmp_path):
+    f = tmp_path / "r.yaml"
+    f.write_text("schema: 1\nname: r\nversion: '1'\nsource: {path: .}\n"
+                 "steps:\n  - cmake:\n      defines: {USE_X: ON, USE_Y: off, N: 3}\n")
+    step = load_recipe(f).steps[0]
+    assert step.body["defines"] == {"USE_X": "ON", "USE_Y": "OFF", "N": "3"}
