@@ -25,7 +25,7 @@ from rocbuild.errors import HostNotReady, StepFailed, UsageError
 from rocbuild.plan import Plan, Step
 from rocbuild.progress import Progress
 from rocbuild.runner import Runner
-from rocbuild.steps.fetch import fetch_source, resolve_git, tree_fingerprint
+from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.steps.patch import apply_patch
 
 TAIL_LINES = 40
@@ -114,9 +114,11 @@ class Engine:
         started = self.progress.start("prepare", _source_label(plan))
         log = self._log_path(0, "prepare", fresh=False)
         if plan.source.kind == "git":
-            identity, _ = resolve_git(plan.source, self.progress.say)
+            identity, downloaded = resolve_git(plan.source, self.progress.say)
         else:
-            identity = tree_fingerprint(Path(plan.source.directory))
+            if not Path(plan.source.directory).is_dir():
+                raise UsageError(f"source folder {plan.source.directory} does not exist or is not a folder")
+            identity, downloaded = tree_fingerprint(Path(plan.source.directory)), False
         fp = fingerprint(identity, plan.prepare_identity())
         stamp = self.work.stamps / "prepare.json"
         if self._stamp_matches(stamp, fp) and self.work.src.is_dir():
@@ -126,8 +128,13 @@ class Engine:
         for d in (self.work.src, self.work.build, self.work.dist, self.work.stamps):
             shutil.rmtree(d, ignore_errors=True)
         log.write_text("")
-        how = fetch_source(plan.source, self.work.src, self.progress.say)[1]
-        self.progress.say(f"    source: {identity[:12] if plan.source.kind == 'git' else plan.source.directory} ({how})")
+        if plan.source.kind == "git":
+            checkout_git(plan.source, identity, self.work.src)
+            how = "downloaded" if downloaded else "from the mirror cache"
+            self.progress.say(f"    source: {identity[:12]} ({how})")
+        else:
+            copy_tree(Path(plan.source.directory), self.work.src)
+            self.progress.say(f"    source: copy of {plan.source.directory}")
         for action in plan.patches:
             note = apply_patch(action, self.work.src, self.runner, log)
             self.progress.say(f"    patch: {note}")

@@ -80,3 +80,11 @@ def test_yaml_booleans_become_cmake_switches(tmp_path):
                  "steps:\n  - cmake:\n      defines: {USE_X: ON, USE_Y: off, N: 3}\n")
     step = load_recipe(f).steps[0]
     assert step.body["defines"] == {"USE_X": "ON", "USE_Y": "OFF", "N": "3"}
+
+
+def test_numbers_keep_their_written_form(tmp_path):
+    f = tmp_path / "r.yaml"
+    f.write_text("schema: 1\nname: r\nversion: 1.10\nsource:\n  git: https://example.invalid/r.git\n"
+                 "  ref: 1.10\n  commit: 0123456\nsteps:\n  - run: [python, -V]\n")
+    r = load_recipe(f)
+    assert (r.version, r.source.ref, r.source.commit) == ("1.10", "1.10", "0123456")

@@ -116,7 +116,8 @@ class _Loader:
                 hint += " (YAML reads yes/no/on/off/true/false as booleans: quote the value)"
             raise self.error(f"expected {what}", key, mark, value=_show(value), accepted=hint)
         if isinstance(value, (int, float)):
-            return str(value)
+            # What was written, not what YAML made of it: `ref: 1.10` is not 1.1.
+            return getattr(value, "raw", str(value))
         return value
 
     def template(self, value: str, key: str, mark: Mark) -> str:

@@ -44,6 +44,16 @@ class _Scalars(SafeConstructor):
     pass
 
 
+class YInt(int):
+    """An int that remembers how it was written (a commit `0123456` or a ref `1.10`)."""
+
+    raw: str
+
+
+class YFloat(float):
+    raw: str
+
+
 def compose(text: str) -> object:
     """Parse one YAML document; raises yaml.YAMLError or DuplicateKey."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -54,7 +64,14 @@ def compose(text: str) -> object:
 
 def _convert(node: Node, scalars: SafeConstructor) -> object:
     if isinstance(node, ScalarNode):
-        return scalars.construct_object(node, deep=True)
+        value = scalars.construct_object(node, deep=True)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = YInt(value)
+            value.raw = node.value
+        elif isinstance(value, float):
+            value = YFloat(value)
+            value.raw = node.value
+        return value
     if isinstance(node, SequenceNode):
         out = YList(_convert(item, scalars) for item in node.value)
         out.mark = _mark(node)

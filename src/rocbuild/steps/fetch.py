@@ -31,13 +31,6 @@ def check_ref(ref: str, what: str = "--ref") -> str:
     return ref
 
 
-def fetch_source(spec: SourceSpec, dest: Path, log) -> tuple[str, str]:
-    """Populate `dest` (which must not exist); return (resolved id, how it was got)."""
-    if spec.kind == "dir":
-        return copy_tree(Path(spec.directory), dest), "copied"
-    return _fetch_git(spec, dest, log)
-
-
 def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
     """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?)."""
     mirror = Path(spec.mirror)
@@ -80,8 +73,8 @@ def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
     return sha, downloaded
 
 
-def _fetch_git(spec: SourceSpec, dest: Path, log) -> tuple[str, str]:
-    sha, downloaded = resolve_git(spec, log)
+def checkout_git(spec: SourceSpec, sha: str, dest: Path) -> None:
+    """A working tree of `sha` at `dest`, sharing the mirror's objects."""
     try:
         repo = git.Repo.clone_from(spec.mirror, dest, shared=True, no_checkout=True)
         repo.git.checkout("--detach", sha)
@@ -89,15 +82,13 @@ def _fetch_git(spec: SourceSpec, dest: Path, log) -> tuple[str, str]:
             repo.git.submodule("update", "--init", "--recursive")
     except GitCommandError as exc:
         raise StepFailed(f"cannot check out {sha} of {spec.url}: {_git_message(exc)}") from None
-    return sha, "downloaded" if downloaded else "from the mirror cache"
 
 
-def copy_tree(source: Path, dest: Path) -> str:
-    """Copy a user's tree (never modified) and return a fingerprint of what was copied."""
+def copy_tree(source: Path, dest: Path) -> None:
+    """Copy a user's tree; the original is never modified."""
     if not source.is_dir():
         raise UsageError(f"source folder {source} does not exist or is not a folder")
     shutil.copytree(source, dest, symlinks=True)
-    return tree_fingerprint(source)
 
 
 def tree_fingerprint(root: Path) -> str:

@@ -1,0 +1,189 @@
+"""The real engine on a tiny CMake + Python project in a local git repo: git, cmake, make, pip."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, make_git_repo, tree_digest
+
+PROJECT = DATA / "projects" / "tiny"
+
+RECIPE = """\
+schema: 1
+name: tiny
+version: "1.0"
+source:
+  git: {repo}
+  ref: v1.0
+{extra_source}
+requires:
+  tools: [cmake, make]
+  python: [setuptools{extra_python}]
+{extra_requires}
+options:
+  gate:
+    default: ""
+    help: a file that must exist for the gate step to pass
+patches:
+  - replace: {{file: tiny.c, find: "return a + b;", with: "return a + b; /* patched */"}}
+steps:
+  - cmake:
+      defines:
+        TINY_ARCHS: "${{{{ archs | join(';') }}}}"
+  - cmake-build: {{}}
+  - make:
+      dir: "${{{{ build }}}}"
+      target: all
+  - name: gate
+    run: [python, -c, "import os, sys; g = sys.argv[1]; sys.exit(0 if not g or os.path.exists(g) else 7)",
+          "${{{{ options.gate }}}}"]
+  - wheel: {{}}
+verify:
+  - command: [python, -c, "import tiny; print(tiny.archs(), tiny.add(2, 3))"]
+    expect: ["{expect}"]
+"""
+
+
+@pytest.fixture
+def repo(tmp_path) -> tuple[Path, str]:
+    files = {str(p.relative_to(PROJECT)): p.read_text() for p in PROJECT.rglob("*") if p.is_file()}
+    path = tmp_path / "upstream"
+    return path, make_git_repo(path, files)
+
+
+def write_recipe(tmp_path, repo, *, expect="gfx90a,gfx1100 5", extra_source="", extra_python="",
+                 extra_requires="") -> Path:
+    f = tmp_path / "tiny.yaml"
+    f.write_text(RECIPE.format(repo=repo[0], expect=expect, extra_source=extra_source,
+                               extra_python=extra_python, extra_requires=extra_requires))
+    return f
+
+
+def build(cli, recipe, tmp_path, rocm, *extra, work="w"):
+    return cli("build", recipe, "--arch", "gfx90a,gfx1100", "--rocm", rocm, "--work", tmp_path / work,
+               "--out", tmp_path / "wheelhouse", "-j", "2", *extra)
+
+
+def wheels(tmp_path):
+    return sorted(p.name for p in (tmp_path / "wheelhouse").glob("*")) if (tmp_path / "wheelhouse").exists() else []
+
+
+def test_build_verify_and_rebuild(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo)
+    code, out, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0, err
+    assert wheels(tmp_path) == ["tiny-1.0-py3-none-any.whl"]
+    assert out.strip().splitlines()[-1] == str(tmp_path / "wheelhouse" / "tiny-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(tmp_path / "wheelhouse" / wheels(tmp_path)[0]) as z:
+        assert "tiny/libtiny.so" in z.namelist()
+    for label in ("[1/5] cmake", "[2/5] cmake-build", "[3/5] make", "[4/5] gate", "[5/5] wheel", "verify"):
+        assert label in err
+    assert "replaced 1" in err
+    assert (tmp_path / "w" / "logs" / "01-cmake.log").read_text().count("-DTINY_ARCHS=gfx90a;gfx1100") == 1
+
+    # Unchanged inputs: nothing is rebuilt.
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0, err
+    assert err.count("skipped: done in an earlier run") == 5
+    assert "prepare: up to date" in err
+
+    # A new work dir reuses the mirror: nothing is downloaded.
+    code, _, err = build(cli, recipe, tmp_path, rocm61, work="w2")
+    assert code == 0, err
+    assert "from the mirror cache" in err and "mirroring" not in err
+
+    # A changed input re-runs from the first step it affects.
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w",
+                       "--out", tmp_path / "wheelhouse", "-j", "2")
+    assert code == 1  # verify expects both archs
+    assert "skipped" not in err.split("[1/5] cmake")[1].split("\n")[0]
+
+
+def test_resume_after_failed_step(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo)
+    gate = tmp_path / "gate"
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--set", f"gate={gate}")
+    assert code == 1
+    assert "step 'gate' failed with exit code 7" in err
+    assert "full log:" in err and "04-gate.log" in err
+    assert "last " in err and "lines of the log" in err
+    assert wheels(tmp_path) == []
+    gate.write_text("open")
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--set", f"gate={gate}")
+    assert code == 0, err
+    assert err.count("skipped: done in an earlier run") == 3  # cmake, cmake-build, make
+    assert "[4/5] gate  (skipped" not in err
+    assert wheels(tmp_path) == ["tiny-1.0-py3-none-any.whl"]
+
+
+def test_until_stops_then_continues(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo)
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--until", "cmake-build")
+    assert code == 0, err
+    assert "stopped after 'cmake-build'" in err and "[3/5]" not in err
+    assert wheels(tmp_path) == []
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0, err
+    assert "[1/5] cmake  (skipped" in err and "[2/5] cmake-build  (skipped" in err
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--until", "nope")
+    assert code == 2 and "steps: prepare, cmake, cmake-build, make, gate, wheel" in err
+
+
+def test_failed_verify_leaves_wheelhouse_empty(cli, tmp_path, repo, rocm61):
+    (tmp_path / "wheelhouse").mkdir()
+    recipe = write_recipe(tmp_path, repo, expect="gfx942")
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 1
+    assert "lacks 'gfx942'" in err and "not put in the wheelhouse" in err
+    assert wheels(tmp_path) == []  # no wheel, no partial file
+
+
+def test_source_dir_is_copied_never_modified(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo)
+    before = tree_digest(repo[0])
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--source-dir", repo[0])
+    assert code == 0, err
+    assert tree_digest(repo[0]) == before
+    assert "patched" in (tmp_path / "w" / "src" / "tiny.c").read_text()
+
+
+def test_commit_pin_mismatch_fails(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo, extra_source="  commit: " + "0" * 40)
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 1
+    assert f"resolves to {repo[1]}" in err and "pins commit 0000000" in err
+
+
+def test_missing_requirements_exit_3_before_anything_runs(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo, extra_python=", no_such_module_xyz",
+                          extra_requires="  cmake-packages: [hipblas, hipfoo]")
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 3
+    assert "no_such_module_xyz" in err and "CMake package 'hipfoo' not found" in err
+    assert "hipblas" not in err.split("hipfoo")[0].split("this host")[1]
+    assert not (tmp_path / "w" / "src").exists()
+
+
+def test_prepare_prints_tree_last_and_clean_starts_over(cli, tmp_path, repo, rocm61):
+    recipe = write_recipe(tmp_path, repo)
+    code, out, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 0, err
+    tree = Path(out.strip().splitlines()[-1])
+    assert tree == tmp_path / "w" / "src" and "patched" in (tree / "tiny.c").read_text()
+    (tree / "stray").write_text("x")
+    code, out, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w", "--clean")
+    assert code == 0 and "--clean: removing" in err
+    assert not (tree / "stray").exists()
+
+
+def test_no_gpu_and_no_arch_exits_3(cli, tmp_path, repo, rocm61, monkeypatch):
+    if Path("/sys/class/kfd").exists():
+        pytest.skip("this machine has a GPU driver")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no rocminfo, no enumerators
+    recipe = write_recipe(tmp_path, repo)
+    code, _, err = cli("plan", recipe, "--rocm", rocm61)
+    assert code == 3
+    assert "no AMD GPU found and no --arch given" in err and "--arch gfx1100" in err
