@@ -1,0 +1,40 @@
+"""A plain (non-editable) install finds its shipped recipes and patches from any folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from tests.conftest import REPO, make_rocm_tree
+
+pytestmark = pytest.mark.network  # the isolated build fetches hatchling from PyPI
+
+
+def test_wheel_install_finds_recipes_and_patches(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+                    "-w", str(dist), str(REPO)], check=True, capture_output=True)
+    (wheel,) = dist.glob("rocbuild-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "rocbuild/data/recipes/horovod.yaml" in names
+    assert "rocbuild/data/patches/horovod/0001-torch-2.1-needs-cxx17.patch" in names
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-q",
+                    "--target", str(site), str(wheel)], check=True, capture_output=True)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    env.pop("ROCBUILD_RECIPES", None)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "rocbuild", *a], cwd="/", env=env,  # noqa: E731
+                                    capture_output=True, text=True)
+    listing = json.loads(run("recipes", "--json").stdout)
+    assert {r["name"] for r in listing} >= {"bitsandbytes", "horovod"}
+    assert all(r["path"].startswith(str(site)) for r in listing)
+    rocm = make_rocm_tree(tmp_path, "6.1.0")
+    plan = run("plan", "horovod", "--arch", "gfx90a", "--rocm", str(rocm), "--json")
+    assert plan.returncode == 0, plan.stderr
+    diffs = [p["path"] for p in json.loads(plan.stdout)["patches"] if p["kind"] == "diff"]
+    assert diffs and all(d.startswith(str(site)) and os.path.isfile(d) for d in diffs)
