@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rocbuild.detect.query import query
 from rocbuild.errors import HostNotReady, UsageError
 
 # gfx + decimal major (1-2 digits) + hex minor + hex stepping, then optional
@@ -217,18 +216,6 @@ def parse_enumerator(text: str, source: str) -> list[Gpu]:
     return out
 
 
-def _run_quiet(argv: list[str], env: dict[str, str] | None = None) -> str | None:
-    """Run a read-only query tool; None when it is missing, fails or hangs."""
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env,
-                              stdin=subprocess.DEVNULL, errors="replace")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
-
-
 # -- the whole chain -----------------------------------------------------------
 
 
@@ -273,7 +260,7 @@ def detect_archs(
             raise UsageError(f"cannot read --rocminfo file {rocminfo_file}: {exc.strerror}") from None
         gpus, source = parse_rocminfo(text, "rocminfo"), "rocminfo"
     elif not explicit and use_commands:
-        text = _run_quiet(["rocminfo"], env=environ)
+        text = query(["rocminfo"], env=environ)
         if text:
             gpus, source = parse_rocminfo(text, "rocminfo"), "rocminfo"
 
@@ -285,7 +272,7 @@ def detect_archs(
 
     if not gpus and not explicit and use_commands:
         for tool in ("rocm_agent_enumerator", "amdgpu-arch"):
-            text = _run_quiet([tool], env=environ)
+            text = query([tool], env=environ)
             found = parse_enumerator(text or "", tool)
             if found:
                 gpus, source = found, tool

@@ -10,12 +10,12 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from rocbuild.detect.query import query
 from rocbuild.errors import HostNotReady, UsageError
 
 
@@ -215,7 +215,7 @@ def _version(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> tuple
             return RocmVersion(f"{parts[0].group(1)}.{parts[1].group(1)}.{patch}"), str(header)
     hipconfig = prefix / "bin" / "hipconfig"
     if hipconfig.exists():
-        out = _query([str(hipconfig), "--version"], environ)
+        out = _probe([str(hipconfig), "--version"], environ)
         m = re.match(r"^\s*(\d+)\.(\d+)", out or "")
         if m:
             # HIP's patch number (e.g. 40091) is not ROCm's: only major.minor agree.
@@ -234,7 +234,7 @@ def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> 
     if hipcc is None:
         return None
     # Distro hipcc drives a versioned clang (Debian 12: /usr/bin/clang++-15): ask it which.
-    out = _query([str(hipcc), "--version"], environ) or ""
+    out = _probe([str(hipcc), "--version"], environ) or ""
     m = re.search(r"clang version (\d+)", out)
     if not m:
         return None
@@ -245,11 +245,6 @@ def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> 
     return None
 
 
-def _query(argv: list[str], environ: dict[str, str]) -> str | None:
-    env = dict(environ, HIP_PLATFORM="amd")  # hipcc/hipconfig pick NVIDIA when nvcc is present
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
-                              stdin=subprocess.DEVNULL, errors="replace")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+def _probe(argv: list[str], environ: dict[str, str]) -> str | None:
+    # hipcc and hipconfig pick the NVIDIA platform when they also see nvcc.
+    return query(argv, dict(environ, HIP_PLATFORM="amd"))
