@@ -71,7 +71,7 @@ class Engine:
                     self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
                     return []
             wheels = self._collect()
-            self._verify(wheels, previous)
+            self._verify(wheels)
             return self._publish(wheels)
 
     # -- requirements -------------------------------------------------------
@@ -181,7 +181,7 @@ class Engine:
             raise StepFailed(f"the build finished but left no wheel in {self.work.dist}")
         return wheels
 
-    def _verify(self, wheels: list[Path], previous: str) -> None:
+    def _verify(self, wheels: list[Path]) -> None:
         if not self.plan.verify:
             return
         site = self.work.verify / "site"

@@ -187,3 +187,11 @@ def test_no_gpu_and_no_arch_exits_3(cli, tmp_path, repo, rocm61, monkeypatch):
     code, _, err = cli("plan", recipe, "--rocm", rocm61)
     assert code == 3
     assert "no AMD GPU found and no --arch given" in err and "--arch gfx1100" in err
+
+
+def test_missing_source_path_is_a_clear_error(cli, tmp_path, rocm61):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("schema: 1\nname: r\nversion: '1'\nsource: {path: no-such-dir}\nsteps:\n  - run: [python, -V]\n")
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 2
+    assert f"source folder {tmp_path / 'no-such-dir'} does not exist" in err and "Traceback" not in err

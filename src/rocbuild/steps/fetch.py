@@ -85,9 +85,7 @@ def checkout_git(spec: SourceSpec, sha: str, dest: Path) -> None:
 
 
 def copy_tree(source: Path, dest: Path) -> None:
-    """Copy a user's tree; the original is never modified."""
-    if not source.is_dir():
-        raise UsageError(f"source folder {source} does not exist or is not a folder")
+    """Copy a user's tree (the engine checked it exists); the original is never modified."""
     shutil.copytree(source, dest, symlinks=True)
 
 
