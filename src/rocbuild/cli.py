@@ -1,6 +1,6 @@
-"""Command line: rocbuild [build] RECIPE | plan | prepare | detect | recipes.
+"""Command line: rocbuild [build] RECIPE | plan | prepare | verify | detect | recipes.
 
-Exit codes: 0 ok; 1 a step failed; 2 bad usage, recipe or value; 3 host not
+Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
 ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted.
 """
 
@@ -13,7 +13,7 @@ from typing import Sequence
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
 
-COMMANDS = ("build", "plan", "prepare", "detect", "recipes")
+COMMANDS = ("build", "plan", "prepare", "verify", "detect", "recipes")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,6 +35,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", metavar="STEP", help="stop after this step (or 'prepare')")
     p.add_argument("--clean", action="store_true", help="throw away earlier work and start over")
     p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
+    p.add_argument("--local-version", metavar="LABEL",
+                   help="PEP 440 local label for the wheels (default: the recipe's, else rocmX.Y; 'none' drops it)")
     p.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
 
 
@@ -55,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", help="fetch and patch only; prints the tree's path last")
     _common(p)
+
+    p = sub.add_parser("verify", help="check wheels or libraries: device code per arch, no CUDA libraries")
+    p.add_argument("paths", nargs="+", metavar="WHEEL", help="wheels, shared libraries or folders")
+    p.add_argument("--arch", help="gfx target(s) that must be covered (default: this machine's GPUs)")
+    p.add_argument("--all-files", action="store_true", help="list every ELF file, not only the relevant ones")
+    p.add_argument("--json", action="store_true", help="per-file findings as JSON")
 
     p = sub.add_parser("detect", help="show the GPUs, ROCm and python rocbuild finds")
     p.add_argument("--json", action="store_true", help="machine-readable output")

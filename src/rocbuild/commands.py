@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from rocbuild import plan as planning
-from rocbuild.detect.arch import detect_archs, require_archs
+from rocbuild.detect.arch import detect_archs, parse_arch_list, require_archs
+from rocbuild.detect.gpu import gpu_access
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm, require_rocm
 from rocbuild.engine import Engine
@@ -19,6 +20,8 @@ from rocbuild.recipe import load_recipe
 from rocbuild.recipe.lookup import all_recipes, resolve
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import check_ref
+from rocbuild.verify.check import verify_paths
+from rocbuild.verify.text import format_verdict
 
 
 def _dump(data: object) -> None:
@@ -41,7 +44,7 @@ def make_build_plan(args) -> planning.Plan:
     python = find_python(args.python)
     host = planning.Host(
         archs=tuple(archs), rocm=rocm, python=python, jobs=args.jobs or default_jobs(),
-        override=detection.override.value if detection.override else None,
+        override=detection.override.value if detection.override else None, gpu=gpu_access(),
     )
     source_dir = Path(args.source_dir) if args.source_dir else None
     if source_dir is not None and not source_dir.is_dir():
@@ -53,7 +56,19 @@ def make_build_plan(args) -> planning.Plan:
                           str(source_dir.resolve()) if source_dir else None, options])
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
     return planning.make_plan(recipe, host, options, work, Path(args.out).absolute(),
-                              ref=args.ref, source_dir=source_dir)
+                              ref=args.ref, source_dir=source_dir, local_version=_local_version(args))
+
+
+def _local_version(args) -> str | None:
+    label = args.local_version
+    if label is None:
+        return None
+    if label in ("", "none"):
+        return ""
+    if not planning.LOCAL_RE.match(label):
+        raise UsageError(f"--local-version {label!r}: not a PEP 440 local version label",
+                         hint="accepted: letters and digits separated by '.', '_' or '-' (e.g. rocm6.1), or 'none'")
+    return label
 
 
 def cmd_plan(args) -> int:
@@ -85,6 +100,21 @@ def cmd_prepare(args) -> int:
     engine = Engine(plan, Runner(verbose=args.verbose), Progress())
     print(engine.prepare(clean=args.clean))
     return 0
+
+
+def cmd_verify(args) -> int:
+    if args.arch is not None:
+        archs, source = parse_arch_list(args.arch), "--arch"
+    else:
+        detection = detect_archs(None)
+        archs = detection.archs
+        source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
+    verdict = verify_paths([Path(p) for p in args.paths], archs, source)
+    if args.json:
+        _dump(verdict.to_json())
+    else:
+        print(format_verdict(verdict, quiet_files=not args.all_files))
+    return 0 if verdict.ok else 1
 
 
 def cmd_detect(args) -> int:
@@ -213,11 +243,29 @@ def print_plan(plan: planning.Plan) -> None:
             out(f"     shell (run by /bin/bash as written): {step.shell}")
         else:
             out(f"     argv: {json.dumps(list(step.argv))}")
+    if plan.has_wheel_steps:
+        label = f"+{plan.local_label}" if plan.local_label else "none (--local-version/recipe dropped it)"
+        out(f"wheels: local version label {label}; provenance JSON added to the .dist-info, RECORD rewritten")
     if plan.verify:
-        out("verify (with the wheels installed into a scratch folder):")
+        out("verify (every wheel, before it reaches the wheelhouse):")
+        if any(s.argv for s in plan.verify) and plan.has_wheel_steps:
+            out(f"  install into {plan.work.verify / 'site'}: argv: "
+                f"{json.dumps(list(plan.verify_install_argv(['<wheels>'])))}")
         for step in plan.verify:
-            out(f"  {step.name}: argv: {json.dumps(list(step.argv))}")
-            for pattern in step.detail.get("expect", []):
-                out(f"     expect: /{pattern}/")
+            out(f"  {step.name} ({step.kind})   [{step.where}]")
+            d = step.detail
+            if step.kind == "code-objects":
+                files = f"; device code required in {', '.join(d['files'])}" if d["files"] else ""
+                cover = f"device code covers {', '.join(d['archs'])}" if d["archs"] else "device code not checked"
+                out(f"     every ELF file: no CUDA library; {cover}{files}")
+            elif step.kind == "wheel-contains":
+                out(f"     a wheel member matches {d['glob']}")
+            else:
+                skip = ""
+                if d.get("needs_gpu") and not plan.host.gpu.usable:
+                    skip = f"  (will be skipped: {plan.host.gpu.reason})"
+                out(f"     argv: {json.dumps(list(step.argv))}{skip}")
+                for pattern in d.get("expect", []):
+                    out(f"     expect: /{pattern}/")
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")

@@ -9,24 +9,31 @@ stopped and a changed input re-runs from the first step it affects.
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import zipfile
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
 from packaging.specifiers import SpecifierSet
 
+from rocbuild import __version__
 from rocbuild.errors import HostNotReady, StepFailed, UsageError
 from rocbuild.plan import Plan, Step
 from rocbuild.progress import Progress
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.steps.patch import apply_patch
+from rocbuild.verify.check import Verdict, verify_paths
+from rocbuild.verify.text import format_verdict
+from rocbuild.wheels import file_sha256, read_provenance, rewrite_wheel, update_manifest
 
 TAIL_LINES = 40
 
@@ -42,6 +49,7 @@ class Engine:
         self.runner = runner
         self.progress = progress
         self.work = plan.work
+        self.source_identity: str | None = None  # resolved commit, or the fingerprint of a source folder
 
     # -- public entry points ------------------------------------------------
 
@@ -70,9 +78,9 @@ class Engine:
                 if step.name == until:
                     self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
                     return []
-            wheels = self._collect()
-            self._verify(wheels)
-            return self._publish(wheels)
+            wheels = self._finalize(self._collect())
+            verdict = self._verify(wheels)
+            return self._publish(wheels, verdict)
 
     # -- requirements -------------------------------------------------------
 
@@ -119,6 +127,7 @@ class Engine:
             if not Path(plan.source.directory).is_dir():
                 raise UsageError(f"source folder {plan.source.directory} does not exist or is not a folder")
             identity, downloaded = tree_fingerprint(Path(plan.source.directory)), False
+        self.source_identity = identity
         fp = fingerprint(identity, plan.prepare_identity())
         stamp = self.work.stamps / "prepare.json"
         if self._stamp_matches(stamp, fp) and self.work.src.is_dir():
@@ -181,44 +190,133 @@ class Engine:
             raise StepFailed(f"the build finished but left no wheel in {self.work.dist}")
         return wheels
 
-    def _verify(self, wheels: list[Path]) -> None:
-        if not self.plan.verify:
-            return
-        site = self.work.verify / "site"
-        shutil.rmtree(self.work.verify, ignore_errors=True)
-        env = dict(self.plan.base_env)
-        log = self._log_path(90, "verify")
-        if wheels:
-            argv = [self.plan.host.python.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
-                    "--disable-pip-version-check", "--target", str(site)] + [str(w) for w in wheels]
-            result = self.runner.run(argv, cwd=str(self.work.root), env=env, log=log)
-            if result.exit_code != 0:
-                raise StepFailed("cannot install the built wheel(s) for verification", hint=_tail(log))
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-            env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
-        for check in self.plan.verify:
-            started = self.progress.start(f"verify {check.name}", check.command_line())
-            result = self.runner.run(check.argv, cwd=str(site if wheels else self.work.src),
-                                     env={**env, **check.env}, log=log)
-            if result.exit_code != 0:
-                raise StepFailed(f"verify {check.name!r}: command exited with {result.exit_code} "
-                                 f"(recipe {check.where})", hint=_tail(log) + f"\nfull log: {log}")
-            missing = [p for p in check.detail.get("expect", []) if not re.search(p, result.output, re.MULTILINE)]
-            if missing:
-                raise StepFailed(
-                    f"verify {check.name!r}: the output of {check.command_line()} lacks {missing[0]!r} "
-                    f"(recipe {check.where})",
-                    hint=result.output.strip()[-3000:] + f"\nfull log: {log}\nthe wheel was not put in the wheelhouse",
-                )
-            self.progress.done(f"verify {check.name}", started)
+    def _finalize(self, wheels: list[Path]) -> list[Path]:
+        """Relabel each wheel (+rocmX.Y) and add its provenance; the originals stay in dist/."""
+        shutil.rmtree(self.work.final, ignore_errors=True)
+        if not wheels:
+            return []
+        started = self.progress.start("label", f"+{self.plan.local_label}" if self.plan.local_label else "no label")
+        out = [rewrite_wheel(w, self.work.final, self.plan.local_label, self._provenance(w)) for w in wheels]
+        self.progress.done("label", started, ", ".join(w.name for w in out))
+        return out
 
-    def _publish(self, wheels: list[Path]) -> list[Path]:
-        """Move verified wheels into the wheelhouse; a reader never sees a partial file."""
+    def _provenance(self, wheel: Path) -> dict:
+        plan, host = self.plan, self.plan.host
+        rocm, src = host.rocm, plan.source
+        if src.kind == "git":
+            source = {"kind": "git", "url": src.url, "ref": src.ref, "commit": self.source_identity,
+                      "submodules": src.submodules}
+        else:
+            source = {"kind": "dir", "path": src.directory, "sha256": self.source_identity}
+        return {
+            "schema": 1,
+            "rocbuild": __version__,
+            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "recipe": {"name": plan.recipe.name, "version": plan.recipe.version, "path": str(plan.recipe.path),
+                       "sha256": hashlib.sha256(plan.recipe.text.encode()).hexdigest()},
+            "source": source,
+            "patches": [_patch_record(p) for p in plan.patches],
+            "options": plan.options,
+            "archs": list(host.archs),
+            "rocm": {"version": str(rocm.version) if rocm.version else None, "path": str(rocm.path),
+                     "layout": rocm.layout},
+            "compiler": {"hipcc": str(rocm.hipcc) if rocm.hipcc else None,
+                         "hip_clang": str(rocm.hip_compiler) if rocm.hip_compiler else None},
+            "hsa_override": host.override,
+            "python": host.python.to_json(),
+            "wheel": {"built_as": wheel.name, "local_version": plan.local_label or None},
+        }
+
+    def _verify(self, wheels: list[Path]) -> Verdict | None:
+        """Run the verify entries in order; the first failure stops the build before the wheelhouse."""
+        verdict = None
+        log = self._log_path(90, "verify")
+        installed: dict[str, str] | None = None
+        for check in self.plan.verify:
+            label = f"verify {check.name}"
+            if check.kind == "code-objects":
+                verdict = self._code_objects(check, wheels, log) if verdict is None or check.name != "device-code" \
+                    else verdict
+            elif check.kind == "wheel-contains":
+                started = self.progress.start(label, check.detail["glob"])
+                self._wheel_contains(check, wheels)
+                self.progress.done(label, started)
+            else:
+                if check.kind == "import" and not self.plan.host.gpu.usable:
+                    self.progress.skipped(label, f"import {check.detail['module']} not tried: "
+                                          f"{self.plan.host.gpu.reason}")
+                    continue
+                if installed is None:
+                    installed = self._install_for_checks(wheels, log)
+                self._run_check(check, installed, log, cwd=str(self.work.verify / "site") if wheels
+                                else str(self.work.src))
+        return verdict
+
+    def _code_objects(self, check: Step, wheels: list[Path], log: Path) -> Verdict:
+        label = f"verify {check.name}"
+        started = self.progress.start(label, f"{', '.join(check.detail['archs'])}; no CUDA libraries")
+        result = verify_paths(wheels, check.detail["archs"], f"the build ({check.where})",
+                              tuple(check.detail["files"]))
+        with open(log, "a") as fh:
+            fh.write(format_verdict(result, quiet_files=False) + "\n")
+        if not result.ok:
+            raise StepFailed(f"{label}: {result.problems[0]}",
+                             hint="\n".join("- " + p for p in result.problems)
+                             + f"\nreport: {log}\nthe wheel was not put in the wheelhouse")
+        files = sum(1 for i in result.inputs for f in i.files if f.info.bundles)
+        self.progress.done(label, started, f"device code in {files} file(s); nothing links CUDA")
+        return result
+
+    def _wheel_contains(self, check: Step, wheels: list[Path]) -> None:
+        pattern = check.detail["glob"]
+        members: list[str] = []
+        for wheel in wheels:
+            with zipfile.ZipFile(wheel) as zf:
+                members += zf.namelist()
+        if not any(fnmatch.fnmatch(m, pattern) for m in members):
+            sample = "\n".join("  " + m for m in members[:30])
+            raise StepFailed(f"verify {check.name!r}: no file in the wheel matches {pattern!r} (recipe {check.where})",
+                             hint=f"the wheel holds:\n{sample}\nthe wheel was not put in the wheelhouse")
+
+    def _install_for_checks(self, wheels: list[Path], log: Path) -> dict[str, str]:
+        env = dict(self.plan.base_env)
+        shutil.rmtree(self.work.verify, ignore_errors=True)
+        if not wheels:
+            return env
+        site = self.work.verify / "site"
+        argv = self.plan.verify_install_argv([str(w) for w in wheels])
+        result = self.runner.run(argv, cwd=str(self.work.root), env=env, log=log)
+        if result.exit_code != 0:
+            raise StepFailed("cannot install the built wheel(s) for verification", hint=_tail(log))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
+        return env
+
+    def _run_check(self, check: Step, env: dict[str, str], log: Path, cwd: str) -> None:
+        label = f"verify {check.name}"
+        started = self.progress.start(label, check.command_line())
+        result = self.runner.run(check.argv, cwd=cwd, env={**env, **check.env}, log=log)
+        if result.exit_code != 0:
+            raise StepFailed(f"{label}: command exited with {result.exit_code} (recipe {check.where})",
+                             hint=_tail(log) + f"\nfull log: {log}\nthe wheel was not put in the wheelhouse")
+        missing = [p for p in check.detail.get("expect", []) if not re.search(p, result.output, re.MULTILINE)]
+        if missing:
+            raise StepFailed(
+                f"{label}: the output of {check.command_line()} lacks {missing[0]!r} (recipe {check.where})",
+                hint=result.output.strip()[-3000:] + f"\nfull log: {log}\nthe wheel was not put in the wheelhouse",
+            )
+        self.progress.done(label, started)
+
+    def _publish(self, wheels: list[Path], verdict: Verdict | None) -> list[Path]:
+        """Move verified wheels into the wheelhouse and record them in its manifest.
+
+        A reader never sees a partial file: each wheel is copied to a temporary
+        name in the wheelhouse and renamed."""
         if not wheels:
             return []
         out = self.plan.out
         out.mkdir(parents=True, exist_ok=True)
-        placed = []
+        placed, entries = [], {}
         for wheel in wheels:
             fd, tmp = tempfile.mkstemp(prefix=f".{wheel.name}.", suffix=".part", dir=out)
             os.close(fd)
@@ -229,6 +327,9 @@ class Engine:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             placed.append(out / wheel.name)
+            entries[wheel.name] = {"sha256": file_sha256(wheel), "size": wheel.stat().st_size,
+                                   "provenance": read_provenance(wheel), "verify": _summary(verdict, wheel)}
+        update_manifest(out, entries)
         return placed
 
     # -- helpers ------------------------------------------------------------
@@ -268,6 +369,25 @@ class Engine:
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
         os.replace(tmp, stamp)
+
+
+def _patch_record(action) -> dict:
+    p = action.params
+    if action.kind == "diff":
+        return {"kind": "diff", "name": p["name"], "sha256": p["sha256"]}
+    digest = hashlib.sha256(json.dumps(p, sort_keys=True).encode()).hexdigest()
+    return {"kind": action.kind, "sha256": digest, "where": action.where}
+
+
+def _summary(verdict: Verdict | None, wheel: Path) -> dict | None:
+    if verdict is None:
+        return None
+    for found in verdict.inputs:
+        if Path(found.path) == wheel:
+            files = [{"path": f.path, "targets": f.targets, "rocm": f.info.rocm}
+                     for f in found.files if f.info.bundles or f.info.rocm]
+            return {"archs": verdict.archs, "files": files}
+    return None
 
 
 def _source_label(plan: Plan) -> str:

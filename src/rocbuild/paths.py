@@ -52,3 +52,8 @@ class WorkDirs:
     @property
     def verify(self) -> Path:
         return self.root / "verify"
+
+    @property
+    def final(self) -> Path:
+        """Wheels after relabelling and provenance, before verify lets them out."""
+        return self.root / "final"

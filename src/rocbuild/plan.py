@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocbuild.detect.arch import parse_arch_list
+from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
-from rocbuild.errors import RecipeError
+from rocbuild.errors import RecipeError, UsageError
 from rocbuild.paths import WorkDirs, mirror_path
 from rocbuild.recipe.lookup import patch_dirs_for
 from rocbuild.recipe.model import Recipe
@@ -28,6 +31,9 @@ IMPORT_CHECK = (
     "print(' '.join(missing))\n"
     "sys.exit(1 if missing else 0)"
 )
+# A verify `import:` entry: import one module by name, from the scratch install.
+IMPORT_ONE = "import importlib, sys; importlib.import_module(sys.argv[1]); print('imported', sys.argv[1])"
+LOCAL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class Host:
     python: PythonInfo
     jobs: int
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in effect, recorded with the build
+    gpu: GpuAccess = GpuAccess(False, "not checked")  # decides whether verify `import:` entries run
 
 
 @dataclass(frozen=True)
@@ -127,10 +134,16 @@ class Plan:
     patches: tuple[PatchAction, ...]
     steps: tuple[Step, ...]
     verify: tuple[Step, ...]
+    local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
 
     @property
     def has_wheel_steps(self) -> bool:
         return any(s.kind == "wheel" for s in self.steps)
+
+    def verify_install_argv(self, wheels: list[str]) -> tuple[str, ...]:
+        """Installs built wheels into a scratch folder for `import:` and `command:` checks."""
+        return (self.host.python.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
+                "--disable-pip-version-check", "--target", str(self.work.verify / "site"), *wheels)
 
     def prepare_identity(self) -> dict[str, Any]:
         return {"source": asdict(self.source), "patches": [asdict(p) for p in self.patches]}
@@ -144,6 +157,7 @@ class Plan:
             "python": self.host.python.to_json(),
             "jobs": self.host.jobs,
             "hsa_override": self.host.override,
+            "gpu": {"usable": self.host.gpu.usable, "reason": self.host.gpu.reason},
             "options": self.options,
             "work": str(self.work.root),
             "out": str(self.out),
@@ -154,6 +168,7 @@ class Plan:
             "patches": [{"kind": p.kind, **p.params} for p in self.patches],
             "steps": [_step_json(s) for s in self.steps],
             "verify": [_step_json(s) for s in self.verify],
+            "local_version": self.local_label or None,
         }
 
 
@@ -177,6 +192,7 @@ def make_plan(
     ref: str | None = None,
     source_dir: Path | None = None,
     cache: Path | None = None,
+    local_version: str | None = None,
 ) -> Plan:
     effective_ref = ref or recipe.source.ref
     ctx = {
@@ -225,17 +241,58 @@ def make_plan(
         if not r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"):
             continue
         steps.append(_step(entry, r, host, work))
+    entries = [e for e in recipe.verify if r.condition(e.when, e.pos, f"{e.pos.key}.when")]
+    opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
     verify = []
-    for entry in recipe.verify:
-        if not r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"):
-            continue
-        argv = _python_alias([r.text(a, entry.pos, entry.pos.key) for a in entry.body["argv"]], host)
-        expect = [r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in entry.body["expect"]]
-        env = _entry_env(entry, r)
-        verify.append(Step(entry.name or "verify", "command", tuple(argv), str(work.src), env,
-                           where=entry.pos.describe(), detail={"expect": expect}))
+    if any(s.kind == "wheel" for s in steps):
+        # Every wheel: nothing links CUDA, and device code covers every arch unless the recipe says
+        # it has none of its own (`code-objects: false`).
+        archs = [] if opted_out else list(host.archs)
+        where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
+        verify.append(Step("device-code", "code-objects", None, str(work.src), {}, where=where,
+                           detail={"archs": archs, "files": []}))
+    verify += [_verify_step(e, r, host, work) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
-                tuple(steps), tuple(verify))
+                tuple(steps), tuple(verify), _local_label(recipe, host, r, local_version))
+
+
+def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
+    """`+rocm6.1` by default; the recipe's `local-version` or --local-version change or drop it."""
+    if override is not None:
+        return override
+    if recipe.local_version is None:
+        v = host.rocm.version
+        return f"rocm{v.major}.{v.minor}" if v is not None else ""
+    label = r.text(recipe.local_version, None, "local-version")
+    if label and not LOCAL_RE.match(label):
+        raise RecipeError("local-version renders to something that is not a PEP 440 local label",
+                          file=str(recipe.path), key="local-version", value=label,
+                          accepted="letters and digits separated by '.', '_' or '-', e.g. rocm6.1")
+    return label
+
+
+def _verify_step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
+    name, where, env, body = entry.name or "verify", entry.pos.describe(), _entry_env(entry, r), entry.body
+    key = f"{entry.pos.key}.{entry.kind}"
+    if entry.kind == "command":
+        argv = _python_alias([r.text(a, entry.pos, key) for a in body["argv"]], host)
+        expect = [r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in body["expect"]]
+        return Step(name, "command", tuple(argv), str(work.src), env, where=where, detail={"expect": expect})
+    if entry.kind == "import":
+        module = r.text(body["module"], entry.pos, key)
+        argv = (host.python.executable, "-c", IMPORT_ONE, module)
+        return Step(name, "import", argv, str(work.src), env, where=where, detail={"module": module, "needs_gpu": True})
+    if entry.kind == "wheel-contains":
+        return Step(name, "wheel-contains", None, str(work.src), env, where=where,
+                    detail={"glob": r.text(body["glob"], entry.pos, key)})
+    archs = [r.text(a, entry.pos, key) for a in body["archs"]] if body["archs"] is not None else list(host.archs)
+    try:
+        archs = parse_arch_list(",".join(archs))
+    except UsageError as exc:
+        raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
+                          key=f"{key}.archs", value=archs, accepted="gfx targets such as gfx90a") from None
+    return Step(name, "code-objects", None, str(work.src), env, where=where,
+                detail={"archs": archs, "files": [r.text(f, entry.pos, key) for f in body["files"]]})
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
@@ -337,6 +394,8 @@ def _step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
         project = path_in_src(body.get("dir"), src)
         outdir = str(work.dist / entry.name)
         argv = [host.python.executable, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
-                "--disable-pip-version-check", "-w", outdir] + list(body.get("args", []))
+                "--disable-pip-version-check", "-w", outdir]
+        argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
+        argv += list(body.get("args", []))
         return Step(entry.name, kind, tuple(argv), cwd, env, where=where, detail={"wheel_dir": outdir})
     raise AssertionError(f"unknown step kind {kind}")  # pragma: no cover - the loader admits no other

@@ -44,7 +44,9 @@ steps:
 verify:
   - command: [python, -c, "import tiny; print(tiny.archs(), tiny.add(2, 3))"]
     expect: ["{expect}"]
-"""
+{device_code}"""
+# tiny is a plain C library: the recipe says it has no device code of its own.
+NO_DEVICE_CODE = "  - code-objects: false\n"
 
 
 @pytest.fixture
@@ -55,10 +57,10 @@ def repo(tmp_path) -> tuple[Path, str]:
 
 
 def write_recipe(tmp_path, repo, *, expect="gfx90a,gfx1100 5", extra_source="", extra_python="",
-                 extra_requires="") -> Path:
+                 extra_requires="", device_code=NO_DEVICE_CODE) -> Path:
     f = tmp_path / "tiny.yaml"
     f.write_text(RECIPE.format(repo=repo[0], expect=expect, extra_source=extra_source,
-                               extra_python=extra_python, extra_requires=extra_requires))
+                               extra_python=extra_python, extra_requires=extra_requires, device_code=device_code))
     return f
 
 
@@ -68,15 +70,15 @@ def build(cli, recipe, tmp_path, rocm, *extra, work="w"):
 
 
 def wheels(tmp_path):
-    return sorted(p.name for p in (tmp_path / "wheelhouse").glob("*")) if (tmp_path / "wheelhouse").exists() else []
+    return sorted(p.name for p in (tmp_path / "wheelhouse").glob("*.whl")) if (tmp_path / "wheelhouse").exists() else []
 
 
 def test_build_verify_and_rebuild(cli, tmp_path, repo, rocm61):
     recipe = write_recipe(tmp_path, repo)
     code, out, err = build(cli, recipe, tmp_path, rocm61)
     assert code == 0, err
-    assert wheels(tmp_path) == ["tiny-1.0-py3-none-any.whl"]
-    assert out.strip().splitlines()[-1] == str(tmp_path / "wheelhouse" / "tiny-1.0-py3-none-any.whl")
+    assert wheels(tmp_path) == ["tiny-1.0+rocm6.1-py3-none-any.whl"]
+    assert out.strip().splitlines()[-1] == str(tmp_path / "wheelhouse" / "tiny-1.0+rocm6.1-py3-none-any.whl")
     with zipfile.ZipFile(tmp_path / "wheelhouse" / wheels(tmp_path)[0]) as z:
         assert "tiny/libtiny.so" in z.namelist()
     for label in ("[1/5] cmake", "[2/5] cmake-build", "[3/5] make", "[4/5] gate", "[5/5] wheel", "verify"):
@@ -116,7 +118,7 @@ def test_resume_after_failed_step(cli, tmp_path, repo, rocm61):
     assert code == 0, err
     assert err.count("skipped: done in an earlier run") == 3  # cmake, cmake-build, make
     assert "[4/5] gate  (skipped" not in err
-    assert wheels(tmp_path) == ["tiny-1.0-py3-none-any.whl"]
+    assert wheels(tmp_path) == ["tiny-1.0+rocm6.1-py3-none-any.whl"]
 
 
 def test_until_stops_then_continues(cli, tmp_path, repo, rocm61):

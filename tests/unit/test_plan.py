@@ -54,7 +54,11 @@ def test_horovod_plan_rocm61(cli, rocm61, archs):
     assert kinds == ["link", "replace", "diff", "diff"]
     assert plan["patches"][0]["from"] == f"{rocm61}/lib/cmake/hip/FindHIP*"
     assert plan["patches"][1]["with"] == "#include <rccl/rccl.h>"
-    assert plan["verify"][0]["argv"] == ["horovodrun", "--check-build"]
+    verify = {v["name"]: v for v in plan["verify"]}
+    assert verify["check-build"]["argv"] == ["horovodrun", "--check-build"]
+    # every wheel build gets the built-in device-code check, for the build's archs
+    assert plan["verify"][0]["kind"] == "code-objects" and plan["verify"][0]["archs"] == archs.split(",")
+    assert plan["local_version"] == "rocm6.1"
     assert "rccl" in plan["requirements"]["cmake_packages"]
 
 

@@ -38,7 +38,7 @@ SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
     "source": True, "requires": False, "options": False, "env": False,
-    "patches": False, "steps": True, "verify": False,
+    "patches": False, "steps": True, "verify": False, "local-version": False,
 }
 SOURCE_KEYS = {"git": False, "path": False, "ref": False, "commit": False, "submodules": False}
 REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False}
@@ -51,8 +51,11 @@ STEP_COMMON = ("when", "name", "env", "cwd")
 CMAKE_KEYS = {"source": False, "build": False, "defines": False, "generator": False, "args": False}
 CMAKE_BUILD_KEYS = {"dir": False, "target": False, "jobs": False, "config": False}
 MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
-WHEEL_KEYS = {"dir": False, "args": False}
-VERIFY_KINDS = ("command",)
+WHEEL_KEYS = {"dir": False, "args": False, "config-settings": False}
+VERIFY_KINDS = ("command", "wheel-contains", "code-objects", "import")
+CODE_OBJECT_KEYS = {"archs": False, "files": False}
+LOCAL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
 
 
@@ -268,7 +271,21 @@ class _Loader:
             patches=self.patches(top.get("patches"), vm.get("patches")),
             steps=self.steps(top["steps"], vm["steps"]),
             verify=self.verify(top.get("verify"), vm.get("verify")),
+            local_version=self.local_version(top, vm),
         )
+
+    def local_version(self, top: YMap, vm: dict) -> str | None:
+        if "local-version" not in top:
+            return None
+        raw = top["local-version"]
+        if raw is None:
+            return ""
+        value = self.tstring(raw, "local-version", vm["local-version"])
+        if value and not templating.is_template(value) and not LOCAL_RE.match(value):
+            raise self.error("not a PEP 440 local version label", "local-version", vm["local-version"],
+                             value=value, accepted="letters and digits separated by '.', '_' or '-' "
+                             "(e.g. rocm6.1), or \"\" for none")
+        return value
 
     def source(self, value: Any, mark: Mark) -> Source:
         src = self.mapping(value, "source", mark, SOURCE_KEYS)
@@ -455,7 +472,21 @@ class _Loader:
         out: dict[str, Any] = {}
         for name, raw in m.items():
             k = f"{key}.{name}"
-            if name == "defines":
+            if name == "config-settings":
+                if not isinstance(raw, YMap):
+                    raise self.error("expected a mapping of build backend settings", k, vm[name],
+                                     value=_show(raw), accepted="KEY: value (passed as --config-settings=KEY=value)")
+                settings = {}
+                for sname, sval in raw.items():
+                    sk = f"{k}.{sname}"
+                    if not isinstance(sname, str) or not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", sname):
+                        raise self.error("not a config-settings key", sk, raw.key_marks[sname], value=sname,
+                                         accepted="letters, digits, _ . - (e.g. cmake.define.FOO)")
+                    if isinstance(sval, bool):
+                        sval = "ON" if sval else "OFF"
+                    settings[sname] = self.tstring(sval, sk, raw.value_marks[sname])
+                out[name] = settings
+            elif name == "defines":
                 if not isinstance(raw, YMap):
                     raise self.error("expected a mapping of CMake variables", k, vm[name], value=_show(raw),
                                      accepted="NAME: value")
@@ -488,28 +519,65 @@ class _Loader:
         for i, item in enumerate(items):
             key, imark = f"verify[{i}]", items.item_marks[i]
             kind, entry = self.entry_kind(item, key, imark, VERIFY_KINDS, VERIFY_KEYS_EXTRA)
-            argv = self.argv(entry[kind], f"{key}.{kind}", entry.value_marks[kind])
-            expect: tuple[str, ...] = ()
-            if "expect" in entry:
-                ekey, emark = f"{key}.expect", entry.value_marks["expect"]
-                items2 = self.seq(entry["expect"], ekey, emark, "regular expressions")
-                pats = []
-                for j, pat in enumerate(items2):
-                    pk, pm = f"{ekey}[{j}]", items2.item_marks[j]
-                    pat = self.tstring(pat, pk, pm)
-                    if not templating.is_template(pat):
-                        try:
-                            re.compile(pat, re.MULTILINE)
-                        except re.error as exc:
-                            raise self.error(f"invalid regular expression: {exc}", pk, pm, value=pat,
-                                             accepted="a Python regular expression") from None
-                    pats.append(pat)
-                expect = tuple(pats)
+            if "expect" in entry and kind != "command":
+                raise self.error("expect only goes with command", f"{key}.expect", entry.key_marks["expect"],
+                                 value="expect", accepted="command: [...] with expect: [regex, ...]")
+            body = self.verify_body(kind, entry, key)
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
             name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"]) if "name" in entry else None
-            out.append(Entry(kind, {"argv": argv, "expect": expect}, self.when(entry, key),
-                             self.pos(key, imark), name=name or f"verify-{i + 1}", env=env))
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark),
+                             name=name or f"verify-{i + 1}", env=env))
         return tuple(out)
+
+    def verify_body(self, kind: str, entry: YMap, key: str) -> dict[str, Any]:
+        k, mark, raw = f"{key}.{kind}", entry.value_marks[kind], entry[kind]
+        if kind == "command":
+            return {"argv": self.argv(raw, k, mark), "expect": self.expect(entry, key)}
+        if kind == "wheel-contains":
+            return {"glob": self.tstring(raw, k, mark)}
+        if kind == "import":
+            module = self.tstring(raw, k, mark)
+            if not templating.is_template(module) and not MODULE_RE.match(module):
+                raise self.error("not a module name", k, mark, value=module, accepted="a dotted name such as pkg.sub")
+            return {"module": module}
+        # code-objects: true/empty (the build's archs, every ELF), {archs: [...], files: [globs]}, or
+        # false: the wheel has no device code of its own (a wrapper over rocBLAS, say); CUDA is still checked.
+        if raw is None or raw is True:
+            return {"archs": None, "files": (), "required": True}
+        if raw is False:
+            return {"archs": None, "files": (), "required": False}
+        m = self.mapping(raw, k, mark, CODE_OBJECT_KEYS)
+        archs = None
+        if "archs" in m:
+            seq = self.seq(m["archs"], f"{k}.archs", m.value_marks["archs"], "gfx targets")
+            archs = tuple(self.tstring(a, f"{k}.archs[{j}]", seq.item_marks[j]) for j, a in enumerate(seq))
+        files: tuple[str, ...] = ()
+        if "files" in m:
+            fv, fm = m["files"], m.value_marks["files"]
+            if isinstance(fv, str):
+                files = (self.tstring(fv, f"{k}.files", fm),)
+            else:
+                seq = self.seq(fv, f"{k}.files", fm, "globs of paths inside the wheel")
+                files = tuple(self.tstring(g, f"{k}.files[{j}]", seq.item_marks[j]) for j, g in enumerate(seq))
+        return {"archs": archs, "files": files, "required": True}
+
+    def expect(self, entry: YMap, key: str) -> tuple[str, ...]:
+        if "expect" not in entry:
+            return ()
+        ekey, emark = f"{key}.expect", entry.value_marks["expect"]
+        items = self.seq(entry["expect"], ekey, emark, "regular expressions")
+        pats = []
+        for j, pat in enumerate(items):
+            pk, pm = f"{ekey}[{j}]", items.item_marks[j]
+            pat = self.tstring(pat, pk, pm)
+            if not templating.is_template(pat):
+                try:
+                    re.compile(pat, re.MULTILINE)
+                except re.error as exc:
+                    raise self.error(f"invalid regular expression: {exc}", pk, pm, value=pat,
+                                     accepted="a Python regular expression") from None
+            pats.append(pat)
+        return tuple(pats)
 
 
 def _join(prefix: str, name: Any) -> str:

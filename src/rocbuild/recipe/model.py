@@ -95,6 +95,7 @@ class Recipe:
     patches: tuple[Entry, ...] = ()
     steps: tuple[Entry, ...] = ()
     verify: tuple[Entry, ...] = ()
+    local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
 
     @property
     def directory(self) -> Path:

@@ -1,0 +1,3 @@
+from hello_hip import status
+
+print(status())

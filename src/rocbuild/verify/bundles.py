@@ -1,0 +1,307 @@
+"""Clang offload bundles: where HIP device code lives inside a host library.
+
+Layout (LLVM's ClangOffloadBundler documentation), all integers little-endian:
+
+    "__CLANG_OFFLOAD_BUNDLE__"  u64 entry count, then per entry:
+        u64 offset (from the bundle's first byte), u64 size, u64 id length, id
+
+Since ROCm 6.2 `--offload-compress` wraps a whole bundle in a header:
+
+    "CCOB" u16 version, u16 method (0 zlib, 1 zstd), then
+        v1: u32 uncompressed size, u64 hash
+        v2: u32 total size, u32 uncompressed size, u64 hash
+        v3: u64 total size, u64 uncompressed size, u64 hash
+    then the compressed bytes of an uncompressed bundle.
+
+Entry ids are `<kind>-<triple>-<target id>`: `hipv4-amdgcn-amd-amdhsa--gfx90a`,
+`hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`, the older
+`hip-amdgcn-amd-amdhsa-gfx906`, and an empty `host-x86_64-unknown-linux-gnu`.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Iterator
+
+import zstandard
+
+MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+CCOB_MAGIC = b"CCOB"
+METHODS = {0: "zlib", 1: "zstd"}
+MAX_ENTRIES = 4096
+MAX_ID = 512
+CHUNK = 1 << 20
+
+ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-(?P<triple>[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]*){1,3}?)-(?P<target>[^-].*)$")
+DEVICE_ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-amdgcn-amd-amdhsa-(?:[a-z]*-)?(?P<target>gfx.+)$")
+TARGET_RE = re.compile(r"^(?P<proc>gfx[0-9a-z]+(?:-[0-9a-z]+)*)(?P<features>(?::[a-z]+[+-])*)$")
+
+# Generic ISAs (code object v6) and the processors each one serves, from
+# LLVM's AMDGPUUsage "Generic Processors" table.
+GENERIC_MEMBERS = {
+    "gfx9-generic": ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"),
+    "gfx9-4-generic": ("gfx940", "gfx941", "gfx942", "gfx950"),
+    "gfx10-1-generic": ("gfx1010", "gfx1011", "gfx1012", "gfx1013"),
+    "gfx10-3-generic": ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"),
+    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+    "gfx12-generic": ("gfx1200", "gfx1201"),
+}
+
+
+class BundleError(ValueError):
+    """A bundle header that does not hold together (truncated, out of bounds, bad data)."""
+
+
+@dataclass(frozen=True, order=True)
+class TargetId:
+    """A gfx processor and the features it pins (`gfx90a:xnack-`); unpinned features run in any mode."""
+
+    processor: str
+    features: tuple[tuple[str, bool], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> TargetId | None:
+        m = TARGET_RE.match(text)
+        if not m:
+            return None
+        feats = [(f[:-1], f[-1] == "+") for f in m.group("features").split(":") if f]
+        return cls(m.group("proc"), tuple(sorted(feats)))
+
+    def __str__(self) -> str:
+        return self.processor + "".join(f":{name}{'+' if on else '-'}" for name, on in self.features)
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    offset: int
+    size: int
+
+    @property
+    def target(self) -> TargetId | None:
+        m = DEVICE_ID_RE.match(self.id)
+        return TargetId.parse(m.group("target")) if m else None
+
+    @property
+    def kind(self) -> str:
+        return self.id.split("-", 1)[0]
+
+    def to_json(self) -> dict:
+        target = self.target
+        return {"id": self.id, "kind": self.kind, "target": str(target) if target else None, "size": self.size}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    offset: int  # where the bundle (or its CCOB wrapper) starts in the scanned buffer
+    size: int  # bytes it occupies there
+    entries: tuple[Entry, ...]
+    compression: str | None = None  # "zlib" or "zstd" for CCOB
+    compressed_version: int | None = None
+
+    @property
+    def targets(self) -> list[TargetId]:
+        return [t for t in (e.target for e in self.entries if e.size > 0) if t is not None]
+
+    def to_json(self) -> dict:
+        out = {"offset": self.offset, "size": self.size, "compression": self.compression,
+               "entries": [e.to_json() for e in self.entries]}
+        if self.compressed_version is not None:
+            out["ccob_version"] = self.compressed_version
+        return out
+
+
+def parse_uncompressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
+    """Read the bundle starting at `at`; `limit` is where the readable bytes end."""
+    end = len(buf) if limit is None else limit
+    if bytes(buf[at:at + len(MAGIC)]) != MAGIC:
+        raise BundleError("no __CLANG_OFFLOAD_BUNDLE__ magic")
+    pos = at + len(MAGIC)
+    count = _u64(buf, pos, end)
+    pos += 8
+    if not 1 <= count <= MAX_ENTRIES:
+        raise BundleError(f"implausible entry count {count}")
+    entries = []
+    extent = pos - at
+    for _ in range(count):
+        offset, size, id_len = _u64(buf, pos, end), _u64(buf, pos + 8, end), _u64(buf, pos + 16, end)
+        pos += 24
+        if not 1 <= id_len <= MAX_ID or pos + id_len > end:
+            raise BundleError(f"implausible entry id length {id_len}")
+        raw = bytes(buf[pos:pos + id_len])
+        pos += id_len
+        try:
+            ident = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise BundleError(f"entry id is not text: {raw[:40]!r}") from None
+        if not ident.isprintable() or "-" not in ident:
+            raise BundleError(f"entry id {ident[:60]!r} is not a bundle id")
+        if size and at + offset + size > end:
+            raise BundleError(f"entry {ident} ({size} bytes at +{offset}) runs past the end of the data")
+        entries.append(Entry(ident, offset, size))
+        extent = max(extent, offset + size)
+    extent = max(extent, pos - at)
+    return Bundle(at, extent, tuple(entries))
+
+
+def parse_compressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
+    """Read a CCOB-wrapped bundle: decompress in chunks, keep only its header."""
+    end = len(buf) if limit is None else limit
+    if bytes(buf[at:at + 4]) != CCOB_MAGIC:
+        raise BundleError("no CCOB magic")
+    version, method = _u16(buf, at + 4, end), _u16(buf, at + 6, end)
+    if method not in METHODS:
+        raise BundleError(f"unknown compression method {method} (known: 0 zlib, 1 zstd)")
+    if version == 1:
+        total, raw_size, header = None, _u32(buf, at + 8, end), 20
+    elif version == 2:
+        total, raw_size, header = _u32(buf, at + 8, end), _u32(buf, at + 12, end), 24
+    elif version == 3:
+        total, raw_size, header = _u64(buf, at + 8, end), _u64(buf, at + 16, end), 32
+    else:
+        raise BundleError(f"unknown CCOB version {version} (known: 1, 2, 3)")
+    if total is not None and (total < header or at + total > end):
+        raise BundleError(f"CCOB v{version} says {total} bytes, only {end - at} are there")
+    data_end = end if total is None else at + total
+    head, produced, consumed = _decompress_head(METHODS[method], buf[at + header:data_end])
+    if produced != raw_size:
+        raise BundleError(f"CCOB {METHODS[method]} data decompresses to {produced} bytes, header says {raw_size}")
+    inner = parse_uncompressed(head, 0, len(head)) if len(head) >= raw_size else _parse_partial(head, raw_size)
+    size = total if total is not None else header + consumed
+    return Bundle(at, size, inner.entries, METHODS[method], version)
+
+
+def _parse_partial(head: bytes, raw_size: int) -> Bundle:
+    """Parse a bundle header when only its first bytes were kept; bounds are checked against raw_size."""
+    padded = _Padded(head, raw_size)
+    return parse_uncompressed(padded, 0, raw_size)
+
+
+class _Padded:
+    """The first bytes of a decompressed bundle standing in for all of it (the header is at the front)."""
+
+    def __init__(self, head: bytes, size: int):
+        self.head, self.size = head, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, s: slice) -> bytes:
+        if s.stop is not None and s.stop > len(self.head):
+            raise BundleError("bundle header is larger than the part read")
+        return self.head[s]
+
+
+def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
+    """Stream through compressed data in chunks (constant memory for any size).
+
+    Returns its first bytes (where the bundle header is), the decompressed
+    size, and how many compressed bytes the stream used."""
+    keep = bytearray()
+    produced = fed = 0
+    mv = memoryview(data)
+    try:
+        d = zlib.decompressobj() if method == "zlib" else zstandard.ZstdDecompressor().decompressobj()
+        while not d.eof:
+            tail = getattr(d, "unconsumed_tail", b"")
+            if tail:
+                chunk = tail
+            elif fed < len(mv):
+                chunk = mv[fed:fed + CHUNK]
+                fed += len(chunk)
+            else:
+                break
+            out = d.decompress(chunk, CHUNK) if method == "zlib" else d.decompress(chunk)
+            produced, keep = _take(out, produced, keep)
+    except (zlib.error, zstandard.ZstdError) as exc:
+        raise BundleError(f"{method} data does not decompress: {exc}") from None
+    if not d.eof:
+        raise BundleError(f"{method} data is truncated")
+    return bytes(keep), produced, fed - len(d.unused_data)
+
+
+def _take(out: bytes, produced: int, keep: bytearray) -> tuple[int, bytearray]:
+    if len(keep) < 4 * CHUNK:
+        keep += out[: 4 * CHUNK - len(keep)]
+    return produced + len(out), keep
+
+
+def find_bundles(buf, start: int = 0, end: int | None = None, *, strict: bool = True
+                 ) -> tuple[list[Bundle], list[str]]:
+    """Every bundle in buf[start:end]. With strict, a magic that does not parse is reported;
+    without, it is skipped (outside .hip_fatbin the magic may be an ordinary string)."""
+    end = len(buf) if end is None else end
+    found: list[Bundle] = []
+    problems: list[str] = []
+    for at, magic in _magics(buf, start, end):
+        if found and at < found[-1].offset + found[-1].size:
+            continue
+        try:
+            bundle = (parse_uncompressed if magic == MAGIC else parse_compressed)(buf, at, end)
+        except BundleError as exc:
+            if strict:
+                problems.append(f"unreadable offload bundle at offset {at:#x}: {exc}")
+            continue
+        found.append(bundle)
+    return found, problems
+
+
+def _magics(buf, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    hits = []
+    for magic in (MAGIC, CCOB_MAGIC):
+        pos = buf.find(magic, start, end)
+        while pos != -1:
+            hits.append((pos, magic))
+            pos = buf.find(magic, pos + 1, end)
+    yield from sorted(hits)
+
+
+def covers(targets: list[TargetId], wanted: TargetId) -> tuple[bool, str]:
+    """Does some code object run on every GPU mode `wanted` allows? Returns (ok, why)."""
+    exact = [t for t in targets if t.processor == wanted.processor]
+    generic = [t for t in targets if wanted.processor in GENERIC_MEMBERS.get(t.processor, ())]
+    for pool, via in ((exact, ""), (exact + generic, " (partly through a generic ISA)")):
+        if not pool:
+            continue
+        missing = _uncovered_mode(pool, wanted)
+        if missing is None:
+            return True, ", ".join(sorted({str(t) for t in pool})) + via
+    if not exact and not generic:
+        return False, f"no code object for {wanted}"
+    pool = exact + generic
+    missing = _uncovered_mode(pool, wanted)
+    have = ", ".join(sorted({str(t) for t in pool}))
+    return False, (f"no code object for {wanted} running with {missing} (present: {have}; an id without "
+                   "features serves every mode)")
+
+
+def _uncovered_mode(pool: list[TargetId], wanted: TargetId) -> str | None:
+    pinned = dict(wanted.features)
+    free = sorted({name for t in pool for name, _ in t.features} - set(pinned))
+    for n in range(1 << len(free)):
+        mode = {**pinned, **{name: bool(n >> i & 1) for i, name in enumerate(free)}}
+        if not any(all(mode.get(name, on) == on for name, on in t.features) for t in pool):
+            return ":".join(f"{k}{'+' if v else '-'}" for k, v in sorted(mode.items()))
+    return None
+
+
+def _u64(buf, pos: int, end: int) -> int:
+    return _unpack("<Q", buf, pos, end)
+
+
+def _u32(buf, pos: int, end: int) -> int:
+    return _unpack("<I", buf, pos, end)
+
+
+def _u16(buf, pos: int, end: int) -> int:
+    return _unpack("<H", buf, pos, end)
+
+
+def _unpack(fmt: str, buf, pos: int, end: int) -> int:
+    n = struct.calcsize(fmt)
+    if pos + n > end:
+        raise BundleError("truncated header")
+    return struct.unpack(fmt, bytes(buf[pos:pos + n]))[0]

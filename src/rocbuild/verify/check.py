@@ -1,0 +1,223 @@
+"""Judge wheels, libraries and folders: nothing links CUDA, device code covers every arch.
+
+Rules:
+- an ELF that needs a CUDA library fails (it was built against CUDA);
+- an ELF that carries device code must carry it for every requested arch;
+- an input (wheel, library, folder) with no device code anywhere fails when
+  archs were requested: that is the silent CPU-only build;
+- `device_code_in` globs name files that must exist and carry device code.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from rocbuild.errors import UsageError
+from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, find_bundles
+from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
+
+
+@dataclass
+class FileFindings:
+    path: str  # as shown: "pkg/lib.so" inside a wheel, else the file's path
+    info: ElfInfo
+    coverage: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def targets(self) -> list[str]:
+        seen: list[str] = []
+        for _, bundle in self.info.bundles:
+            for t in bundle.targets:
+                if str(t) not in seen:
+                    seen.append(str(t))
+        return seen
+
+    def to_json(self) -> dict:
+        i = self.info
+        return {
+            "path": self.path, "machine": i.machine, "soname": i.soname, "needed": i.needed,
+            "cuda": i.cuda, "rocm": i.rocm, "targets": self.targets, "coverage": self.coverage,
+            "bundles": [{"section": s, **b.to_json()} for s, b in i.bundles],
+            "problems": self.problems,
+        }
+
+
+@dataclass
+class InputFindings:
+    path: str
+    kind: str  # wheel | elf | folder | bundle
+    files: list[FileFindings] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def has_device_code(self) -> bool:
+        return any(f.info.bundles for f in self.files)
+
+    def all_problems(self) -> list[str]:
+        out = []
+        for f in self.files:
+            where = self.path if f.path == self.path else f"{self.path}: {f.path}"
+            out += [f"{where}: {p}" for p in f.problems]
+        return out + [f"{self.path}: {p}" for p in self.problems]
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
+                "files": [f.to_json() for f in self.files], "problems": self.all_problems()}
+
+
+@dataclass
+class Verdict:
+    archs: list[str]
+    archs_from: str
+    inputs: list[InputFindings]
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for i in self.inputs for p in i.all_problems()]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "archs": self.archs, "archs_from": self.archs_from,
+                "inputs": [i.to_json() for i in self.inputs], "problems": self.problems}
+
+
+def parse_targets(archs: list[str]) -> list[TargetId]:
+    out = []
+    for a in archs:
+        t = TargetId.parse(a)
+        if t is None:
+            raise UsageError(f"not a gfx target: {a!r}", hint="accepted: gfx90a, gfx1100, gfx942:sramecc+:xnack-")
+        out.append(t)
+    return out
+
+
+def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch",
+                 device_code_in: tuple[str, ...] = ()) -> Verdict:
+    targets = parse_targets(archs)
+    inputs = []
+    for path in paths:
+        found = _inspect_input(Path(path))
+        _judge(found, targets, device_code_in)
+        inputs.append(found)
+    return Verdict(list(archs), archs_from, inputs)
+
+
+def _inspect_input(path: Path) -> InputFindings:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    if path.is_dir():
+        found = InputFindings(str(path), "folder")
+        for file in sorted(_walk(path)):
+            if _head(file) == ELF_MAGIC:
+                found.files.append(_file(str(file.relative_to(path)), file))
+        return found
+    head = _head(path)
+    if head == ELF_MAGIC:
+        found = InputFindings(str(path), "elf")
+        found.files.append(_file(str(path), path))
+        return found
+    if zipfile.is_zipfile(path):
+        return _inspect_wheel(path)
+    if head in (MAGIC[:4], CCOB_MAGIC):
+        return _inspect_bundle_file(path)
+    raise UsageError(f"{path}: not a wheel, an ELF file, a folder or an offload bundle",
+                     hint="give .whl files, shared libraries (.so) or folders holding them")
+
+
+def _inspect_wheel(path: Path) -> InputFindings:
+    found = InputFindings(str(path), "wheel")
+    try:
+        with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="rocbuild-verify-") as tmp:
+            for member in zf.infolist():
+                if member.is_dir():
+                    continue
+                with zf.open(member) as fh:
+                    if fh.read(4) != ELF_MAGIC:
+                        continue
+                # Extract one ELF at a time: large libraries are scanned through mmap, not held in memory.
+                target = Path(tmp) / "member"
+                with zf.open(member) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                found.files.append(_file(member.filename, target))
+                target.unlink()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UsageError(f"{path}: cannot read the wheel: {exc}") from None
+    return found
+
+
+def _inspect_bundle_file(path: Path) -> InputFindings:
+    found = InputFindings(str(path), "bundle")
+    data = path.read_bytes()
+    info = ElfInfo(machine="offload bundle")
+    bundles, problems = find_bundles(data, 0, len(data), strict=True)
+    info.bundles = [("(file)", b) for b in bundles]
+    info.problems = problems
+    found.files.append(FileFindings(str(path), info, problems=list(problems)))
+    return found
+
+
+def _file(shown: str, path: Path) -> FileFindings:
+    info = inspect_elf(path)
+    return FileFindings(shown, info, problems=list(info.problems))
+
+
+def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...]) -> None:
+    for f in found.files:
+        for lib in f.info.cuda:
+            f.problems.append(f"links the CUDA library {lib}: it was built against CUDA, not ROCm "
+                              "(for a torch extension: a CUDA torch was in the build environment)")
+        if f.info.bundles:
+            have = [t for _, b in f.info.bundles for t in b.targets]
+            for wanted in targets:
+                ok, why = covers(have, wanted)
+                f.coverage[str(wanted)] = why if ok else "missing"
+                if not ok:
+                    f.problems.append(f"{why}; rebuild with --arch including {wanted}")
+    if targets and not found.has_device_code:
+        n = len(found.files)
+        if found.kind in ("elf", "bundle"):
+            what = "carries no HIP device code (no offload bundle)"
+        elif n:
+            what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle"
+        else:
+            what = "holds no ELF file at all, so no HIP device code"
+        found.problems.append(
+            f"{what}, but {', '.join(map(str, targets))} requested: a CPU-only build "
+            "(was the HIP/ROCm backend of the project enabled?)")
+    for pattern in device_code_in:
+        matched = [f for f in found.files if fnmatch.fnmatch(f.path, pattern)]
+        if not matched:
+            found.problems.append(f"no ELF file matches {pattern!r}, which must carry device code")
+        for f in matched:
+            if not f.info.bundles:
+                f.problems.append(f"carries no device code (it matches {pattern!r}, which must)")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath) / name
+            if p.is_file() and not p.is_symlink():
+                yield p
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+__all__ = ["BundleError", "FileFindings", "InputFindings", "Verdict", "verify_paths"]

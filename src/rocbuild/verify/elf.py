@@ -1,0 +1,103 @@
+"""One ELF file: the libraries it needs (DT_NEEDED) and the offload bundles it carries."""
+
+from __future__ import annotations
+
+import mmap
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from rocbuild.verify.bundles import Bundle, find_bundles
+
+ELF_MAGIC = b"\x7fELF"
+FATBIN_SECTION = re.compile(r"^\.hip_fatbin")
+
+# Libraries only a CUDA build links. Finding one means the extension was built
+# against CUDA (for torch extensions: a CUDA torch in pip's build isolation).
+CUDA_LIB = re.compile(
+    r"^lib(?:cuda|cudart|c10_cuda|torch_cuda(?:_cpp|_cu|_linalg)?|cublas(?:Lt)?|cufft\w*|curand|cusparse(?:Lt)?"
+    r"|cusolver\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt|nvJitLink|cupti|nvidia-ml|cufile\w*)\.so"
+)
+ROCM_LIB = re.compile(
+    r"^lib(?:amdhip64|hiprtc\w*|hsa-runtime64|amd_comgr|hsakmt|rocblas|hipblas|hipblaslt|rocrand|hiprand|rccl"
+    r"|MIOpen|rocsparse|hipsparse(?:lt)?|rocsolver|hipsolver|rocfft|hipfft|roctx64|roctracer64|rocm_smi64"
+    r"|amd_smi|c10_hip|torch_hip|rocprofiler\w*|migraphx\w*|hipsparselt|rocm-core)\.so"
+)
+
+
+@dataclass
+class ElfInfo:
+    machine: str = ""
+    soname: str | None = None
+    needed: list[str] = field(default_factory=list)
+    bundles: list[tuple[str, Bundle]] = field(default_factory=list)  # (section, bundle)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def cuda(self) -> list[str]:
+        return [n for n in self.needed if CUDA_LIB.match(n)]
+
+    @property
+    def rocm(self) -> dict[str, str | None]:
+        """ROCm libraries needed, with the soname version (libamdhip64.so.6 -> "6")."""
+        out = {}
+        for name in self.needed:
+            if ROCM_LIB.match(name):
+                _, _, version = name.partition(".so.")
+                out[name] = version or None
+        return out
+
+
+def is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def inspect_elf(path: Path) -> ElfInfo:
+    info = ElfInfo()
+    fatbins: list[tuple[str, int, int]] = []
+    try:
+        with open(path, "rb") as fh:
+            elf = ELFFile(fh)
+            info.machine = str(elf["e_machine"])
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags():
+                        if tag.entry.d_tag == "DT_NEEDED":
+                            info.needed.append(tag.needed)
+                        elif tag.entry.d_tag == "DT_SONAME":
+                            info.soname = tag.soname
+                if FATBIN_SECTION.match(section.name) and section["sh_type"] != "SHT_NOBITS":
+                    fatbins.append((section.name, section["sh_offset"], section["sh_size"]))
+    except (ELFError, ValueError, KeyError, OSError) as exc:
+        info.problems.append(f"not a readable ELF file: {exc}")
+        return info
+    _scan(path, fatbins, info)
+    return info
+
+
+def _scan(path: Path, fatbins: list[tuple[str, int, int]], info: ElfInfo) -> None:
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for name, offset, length in fatbins:
+            bundles, problems = find_bundles(mm, offset, min(offset + length, size), strict=True)
+            info.bundles += [(name, b) for b in bundles]
+            info.problems += [f"{name}: {p}" for p in problems]
+            if not bundles and not problems and length > 0:
+                info.problems.append(f"{name} holds {length} bytes but no offload bundle")
+        # Outside .hip_fatbin a magic may be an ordinary string (the HIP runtime
+        # itself contains one): only headers that parse completely count.
+        inside = [(o, o + n) for _, o, n in fatbins]
+        others, _ = find_bundles(mm, 0, size, strict=False)
+        for bundle in others:
+            if not any(lo <= bundle.offset < hi for lo, hi in inside):
+                info.bundles.append(("(outside .hip_fatbin)", bundle))

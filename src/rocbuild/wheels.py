@@ -1,0 +1,180 @@
+"""Rewrite a built wheel (PEP 427): local version label, provenance file, RECORD recomputed.
+
+The .dist-info and .data folders are renamed with the new version, METADATA's
+Version header follows, signatures of the old RECORD are dropped (they no
+longer match), and members are streamed so a large library is never held in
+memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
+from rocbuild.errors import StepFailed
+
+PROVENANCE = "rocbuild-provenance.json"
+MANIFEST = "rocbuild-manifest.json"
+CHUNK = 1 << 20
+
+
+def relabel(version: str, label: str) -> str:
+    """0.1.0 + rocm6.1 -> 0.1.0+rocm6.1; an existing local part is kept in front (1.0+g1234.rocm6.1)."""
+    v = Version(version)
+    if not label:
+        return str(v)
+    if v.local and (v.local == label.lower() or v.local.endswith("." + label.lower())):
+        return str(v)
+    local = f"{v.local}.{label}" if v.local else label
+    return str(Version(f"{v.public}+{local}"))
+
+
+def record_hash(digest: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict) -> Path:
+    try:
+        parse_wheel_filename(src.name)
+    except InvalidWheelFilename as exc:
+        raise StepFailed(f"the build produced a wheel with an invalid name: {src.name} ({exc})") from None
+    dist, old_version, *rest = src.name[: -len(".whl")].split("-")
+    new_version = relabel(old_version.replace("_", "-"), label)
+    new_stem = f"{dist}-{new_version}"
+    dest = dest_dir / f"{new_stem}-{'-'.join(rest)}.whl"
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(src) as zin:
+        old_info = _dist_info(zin, src)
+        old_stem = old_info[: -len(".dist-info")]
+        renames = {old_info + "/": new_stem + ".dist-info/", old_stem + ".data/": new_stem + ".data/"}
+        new_info = new_stem + ".dist-info"
+        skip = {f"{old_info}/RECORD", f"{old_info}/RECORD.jws", f"{old_info}/RECORD.p7s", f"{old_info}/{PROVENANCE}"}
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest_dir)
+        os.close(fd)
+        try:
+            records = []
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+                stamp = zin.getinfo(f"{old_info}/WHEEL").date_time
+                for info in zin.infolist():
+                    if info.is_dir() or info.filename in skip:
+                        continue
+                    name = _renamed(info.filename, renames)
+                    if name == f"{new_info}/METADATA":
+                        data = _set_version(zin.read(info), new_version)
+                        records.append(_write_bytes(zout, name, data, info))
+                    else:
+                        records.append(_copy(zin, info, zout, name))
+                body = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()
+                records.append(_write_bytes(zout, f"{new_info}/{PROVENANCE}", body, zipfile.ZipInfo(date_time=stamp)))
+                record_name = f"{new_info}/RECORD"
+                lines = [f"{n},{h},{s}" for n, h, s in records] + [f"{record_name},,"]
+                _write_bytes(zout, record_name, ("\n".join(lines) + "\n").encode(), zipfile.ZipInfo(date_time=stamp))
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return dest
+
+
+def read_provenance(wheel: Path) -> dict | None:
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for name in zf.namelist():
+                if name.count("/") == 1 and name.endswith(f".dist-info/{PROVENANCE}"):
+                    return json.loads(zf.read(name))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+    return None
+
+
+def _dist_info(zf: zipfile.ZipFile, src: Path) -> str:
+    found = [n.split("/")[0] for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/WHEEL")]
+    if len(found) != 1:
+        raise StepFailed(f"{src.name}: expected one top-level .dist-info with a WHEEL file, found {len(found)}")
+    return found[0]
+
+
+def _renamed(name: str, renames: dict[str, str]) -> str:
+    for old, new in renames.items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def _set_version(metadata: bytes, version: str) -> bytes:
+    lines = metadata.decode("utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            break  # headers end at the first blank line; the body may say anything
+        if line.lower().startswith("version:"):
+            lines[i] = f"Version: {version}"
+            break
+    return "\n".join(lines).encode("utf-8")
+
+
+def _new_info(name: str, like: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=like.date_time)
+    info.external_attr = like.external_attr or (0o644 << 16)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def _write_bytes(zout: zipfile.ZipFile, name: str, data: bytes, like: zipfile.ZipInfo) -> tuple[str, str, int]:
+    zout.writestr(_new_info(name, like), data)
+    return name, record_hash(hashlib.sha256(data).digest()), len(data)
+
+
+def _copy(zin: zipfile.ZipFile, info: zipfile.ZipInfo, zout: zipfile.ZipFile, name: str) -> tuple[str, str, int]:
+    h, size = hashlib.sha256(), 0
+    with zin.open(info) as src, zout.open(_new_info(name, info), "w", force_zip64=True) as dst:
+        while chunk := src.read(CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+            dst.write(chunk)
+    return name, record_hash(h.digest()), size
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    with open(folder / f".{MANIFEST}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
+    """Merge entries (by wheel file name) into the wheelhouse manifest, atomically."""
+    path = wheelhouse / MANIFEST
+    with _locked(wheelhouse):
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data.get("wheels"), dict):
+                raise ValueError
+        except (OSError, ValueError, AttributeError):
+            data = {"schema": 1, "wheels": {}}
+        data["wheels"].update(entries)
+        data["wheels"] = {k: data["wheels"][k] for k in sorted(data["wheels"]) if (wheelhouse / k).exists()}
+        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", suffix=".part", dir=wheelhouse)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
