@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -127,3 +128,32 @@ def tree_digest(root: Path) -> dict[str, str]:
             else:
                 out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+# -- tests that compile device code with the real HIP toolchain ----------------
+
+HIP_INSTALL = "apt-get install hipcc libamdhip64-dev rocm-device-libs rocminfo"
+
+
+def _require_hipcc() -> bool:
+    return os.environ.get("ROCBUILD_REQUIRE_HIPCC") == "1"
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("hipcc") is None:
+        return
+    if shutil.which("hipcc") is None:
+        msg = f"hipcc not found on PATH (Debian/Ubuntu: {HIP_INSTALL})"
+        if _require_hipcc():
+            pytest.fail(msg + "; ROCBUILD_REQUIRE_HIPCC=1 forbids skipping tests marked hipcc", pytrace=False)
+        pytest.skip(msg)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    # In CI a skipped hipcc test is a failure, whatever skipped it.
+    if report.skipped and _require_hipcc() and item.get_closest_marker("hipcc") is not None:
+        report.outcome = "failed"
+        report.longrepr = f"test marked hipcc was skipped ({report.longrepr}); ROCBUILD_REQUIRE_HIPCC=1 forbids that"

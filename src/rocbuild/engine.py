@@ -207,7 +207,7 @@ class Engine:
             source = {"kind": "git", "url": src.url, "ref": src.ref, "commit": self.source_identity,
                       "submodules": src.submodules}
         else:
-            source = {"kind": "dir", "path": src.directory, "sha256": self.source_identity}
+            source = {"kind": "dir", "path": src.directory, "fingerprint": self.source_identity}
         return {
             "schema": 1,
             "rocbuild": __version__,
@@ -322,6 +322,7 @@ class Engine:
             os.close(fd)
             try:
                 shutil.copyfile(wheel, tmp)
+                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a wheel is for everyone to read
                 os.replace(tmp, out / wheel.name)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -369,6 +370,12 @@ class Engine:
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
         os.replace(tmp, stamp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _patch_record(action) -> dict:

@@ -24,6 +24,7 @@ class RocmView:
         self.cmake_hip_dir = str(rocm.cmake_hip_dir or "")
         self.hip_lang_dir = str(rocm.hip_lang_dir or "")
         self.hip_compiler = str(rocm.hip_compiler or "")
+        self.hipcc = str(rocm.hipcc or "")
         self.hip_clang_dir = str(rocm.hip_compiler.parent) if rocm.hip_compiler else ""
         self.include_dir = str(rocm.include_dir or "")
         self._rocm = rocm

@@ -168,6 +168,9 @@ def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=2, sort_keys=True)
             fh.write("\n")
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     return path
 

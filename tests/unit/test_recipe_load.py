@@ -33,6 +33,11 @@ CASES = {
     "two_kinds.yaml": (8, 5, ["more than one kind key (run, cmake)", "accepted: one of cmake"]),
     "bad_regex.yaml": (8, 32, ["invalid regular expression", "patches[0].replace.find"]),
     "not_a_mapping.yaml": (1, 1, ["a recipe is a YAML mapping"]),
+    "expect_with_import.yaml": (10, 5, ["verify[0].expect: expect only goes with command"]),
+    "misspelt_code_objects.yaml": (10, 7, ["verify[0].code-objects.archz: unknown key", "did you mean 'archs'"]),
+    "bad_import_module.yaml": (9, 13, ["verify[0].import: not a module name", "'hello-hip'"]),
+    "bad_local_version.yaml": (8, 16, ["local-version: not a PEP 440 local version label", "'rocm 6.1'"]),
+    "misspelt_verify_kind.yaml": (9, 5, ["verify[0].wheel-contain: unknown key", "did you mean 'wheel-contains'"]),
 }
 
 

@@ -22,6 +22,7 @@ from typing import Iterator
 from rocbuild.errors import UsageError
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
+from rocbuild.wheels import read_provenance
 
 
 @dataclass
@@ -56,6 +57,7 @@ class InputFindings:
     kind: str  # wheel | elf | folder | bundle
     files: list[FileFindings] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    provenance: dict | None = None  # what rocbuild recorded when it built this wheel
 
     @property
     def has_device_code(self) -> bool:
@@ -70,6 +72,7 @@ class InputFindings:
 
     def to_json(self) -> dict:
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
+                "provenance": self.provenance,
                 "files": [f.to_json() for f in self.files], "problems": self.all_problems()}
 
 
@@ -153,6 +156,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                 target.unlink()
     except (zipfile.BadZipFile, OSError) as exc:
         raise UsageError(f"{path}: cannot read the wheel: {exc}") from None
+    found.provenance = read_provenance(path)
     return found
 
 

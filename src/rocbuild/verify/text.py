@@ -13,6 +13,8 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
         lines.append(f"archs: none to check against ({verdict.archs_from}); device code is listed, not judged")
     for found in verdict.inputs:
         lines.append(f"{found.path}  [{found.kind}]")
+        if found.provenance:
+            lines.append("  " + _provenance_line(found.provenance))
         shown = [f for f in found.files if not quiet_files or _interesting(f)]
         for f in shown:
             if f.path != found.path:
@@ -33,6 +35,15 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
                      + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
                      + "; nothing links CUDA")
     return "\n".join(lines)
+
+
+def _provenance_line(p: dict) -> str:
+    src = p.get("source") or {}
+    origin = f"{src.get('url')} @ {str(src.get('commit'))[:12]}" if src.get("kind") == "git" else src.get("path")
+    rocm = p.get("rocm") or {}
+    return (f"built by rocbuild {p.get('rocbuild')} from recipe {(p.get('recipe') or {}).get('name')} ({origin}) "
+            f"for {', '.join(p.get('archs') or [])} with ROCm {rocm.get('version')} at {rocm.get('path')}, "
+            f"{p.get('built_at')}")
 
 
 def _interesting(f: FileFindings) -> bool:
