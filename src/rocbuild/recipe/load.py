@@ -54,6 +54,8 @@ MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
 WHEEL_KEYS = {"dir": False, "args": False, "config-settings": False}
 VERIFY_KINDS = ("command", "wheel-contains", "code-objects", "import")
 CODE_OBJECT_KEYS = {"archs": False, "files": False}
+CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 LOCAL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
@@ -458,6 +460,22 @@ class _Loader:
             out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd))
         return tuple(out)
 
+    def string_map(self, raw: Any, key: str, mark: Mark, key_re: re.Pattern, what: str, form: str,
+                   keys_accepted: str) -> dict[str, str]:
+        """A mapping of names to (template) strings; YAML booleans become CMake's ON/OFF."""
+        if not isinstance(raw, YMap):
+            raise self.error(f"expected a mapping of {what}", key, mark, value=_show(raw), accepted=form)
+        out = {}
+        for name, value in raw.items():
+            k = f"{key}.{name}"
+            if not isinstance(name, str) or not key_re.match(name):
+                raise self.error(f"not a valid key for {what}", k, raw.key_marks[name], value=name,
+                                 accepted=keys_accepted)
+            if isinstance(value, bool):
+                value = "ON" if value else "OFF"
+            out[name] = self.tstring(value, k, raw.value_marks[name])
+        return out
+
     def step_body(self, kind: str, body: Any, key: str, mark: Mark) -> Any:
         if kind == "run":
             return self.argv(body, key, mark)
@@ -473,33 +491,12 @@ class _Loader:
         for name, raw in m.items():
             k = f"{key}.{name}"
             if name == "config-settings":
-                if not isinstance(raw, YMap):
-                    raise self.error("expected a mapping of build backend settings", k, vm[name],
-                                     value=_show(raw), accepted="KEY: value (passed as --config-settings=KEY=value)")
-                settings = {}
-                for sname, sval in raw.items():
-                    sk = f"{k}.{sname}"
-                    if not isinstance(sname, str) or not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", sname):
-                        raise self.error("not a config-settings key", sk, raw.key_marks[sname], value=sname,
-                                         accepted="letters, digits, _ . - (e.g. cmake.define.FOO)")
-                    if isinstance(sval, bool):
-                        sval = "ON" if sval else "OFF"
-                    settings[sname] = self.tstring(sval, sk, raw.value_marks[sname])
-                out[name] = settings
+                out[name] = self.string_map(raw, k, vm[name], CONFIG_KEY_RE, "build backend settings",
+                                            "KEY: value (passed as --config-settings=KEY=value)",
+                                            "letters, digits, _ . - (e.g. cmake.define.FOO)")
             elif name == "defines":
-                if not isinstance(raw, YMap):
-                    raise self.error("expected a mapping of CMake variables", k, vm[name], value=_show(raw),
-                                     accepted="NAME: value")
-                defines = {}
-                for dname, dval in raw.items():
-                    dk = f"{k}.{dname}"
-                    if not isinstance(dname, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.:-]*$", dname):
-                        raise self.error("not a CMake variable name", dk, raw.key_marks[dname], value=dname,
-                                         accepted="letters, digits, _ . : -")
-                    if isinstance(dval, bool):  # YAML's ON/OFF/true/false: CMake's own booleans
-                        dval = "ON" if dval else "OFF"
-                    defines[dname] = self.tstring(dval, dk, raw.value_marks[dname])
-                out[name] = defines
+                out[name] = self.string_map(raw, k, vm[name], CMAKE_VAR_RE, "CMake variables", "NAME: value",
+                                            "letters, digits, _ . : -")
             elif name == "args":
                 out[name] = self.argv(raw, k, vm[name])
             elif name == "jobs":
