@@ -235,8 +235,9 @@ class Engine:
         for check in self.plan.verify:
             label = f"verify {check.name}"
             if check.kind == "code-objects":
-                verdict = self._code_objects(check, wheels, log) if verdict is None or check.name != "device-code" \
-                    else verdict
+                result = self._code_objects(check, wheels, log)
+                if check.where.startswith("built in"):  # its findings go into the manifest
+                    verdict = result
             elif check.kind == "wheel-contains":
                 started = self.progress.start(label, check.detail["glob"])
                 self._wheel_contains(check, wheels)

@@ -35,7 +35,6 @@ MAX_ENTRIES = 4096
 MAX_ID = 512
 CHUNK = 1 << 20
 
-ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-(?P<triple>[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]*){1,3}?)-(?P<target>[^-].*)$")
 DEVICE_ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-amdgcn-amd-amdhsa-(?:[a-z]*-)?(?P<target>gfx.+)$")
 TARGET_RE = re.compile(r"^(?P<proc>gfx[0-9a-z]+(?:-[0-9a-z]+)*)(?P<features>(?::[a-z]+[+-])*)$")
 

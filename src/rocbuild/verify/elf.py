@@ -95,9 +95,10 @@ def _scan(path: Path, fatbins: list[tuple[str, int, int]], info: ElfInfo) -> Non
             if not bundles and not problems and length > 0:
                 info.problems.append(f"{name} holds {length} bytes but no offload bundle")
         # Outside .hip_fatbin a magic may be an ordinary string (the HIP runtime
-        # itself contains one): only headers that parse completely count.
-        inside = [(o, o + n) for _, o, n in fatbins]
-        others, _ = find_bundles(mm, 0, size, strict=False)
-        for bundle in others:
-            if not any(lo <= bundle.offset < hi for lo, hi in inside):
-                info.bundles.append(("(outside .hip_fatbin)", bundle))
+        # itself contains one): there only headers that parse completely count.
+        start = 0
+        for lo, hi in sorted((o, min(o + n, size)) for _, o, n in fatbins) + [(size, size)]:
+            if lo > start:
+                others, _ = find_bundles(mm, start, lo, strict=False)
+                info.bundles += [("(outside .hip_fatbin)", b) for b in others]
+            start = max(start, hi)
