@@ -31,10 +31,16 @@ def test_wheel_install_finds_recipes_and_patches(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "rocbuild", *a], cwd="/", env=env,  # noqa: E731
                                     capture_output=True, text=True)
     listing = json.loads(run("recipes", "--json").stdout)
-    assert {r["name"] for r in listing} >= {"bitsandbytes", "horovod"}
+    assert {r["name"] for r in listing} >= {"bitsandbytes", "horovod", "hello-hip"}
     assert all(r["path"].startswith(str(site)) for r in listing)
     rocm = make_rocm_tree(tmp_path, "6.1.0")
     plan = run("plan", "horovod", "--arch", "gfx90a", "--rocm", str(rocm), "--json")
     assert plan.returncode == 0, plan.stderr
     diffs = [p["path"] for p in json.loads(plan.stdout)["patches"] if p["kind"] == "diff"]
     assert diffs and all(d.startswith(str(site)) and os.path.isfile(d) for d in diffs)
+    # The bundled example's source ships too, beside the recipe that builds it.
+    plan = run("plan", "hello-hip", "--arch", "gfx90a", "--rocm", str(rocm), "--json")
+    assert plan.returncode == 0, plan.stderr
+    source = json.loads(plan.stdout)["source"]["directory"]
+    assert source.startswith(str(site)) and os.path.isfile(os.path.join(source, "pyproject.toml"))
+    assert os.path.isfile(os.path.join(source, "src", "hello_hip", "_core.hip"))

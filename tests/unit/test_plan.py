@@ -120,3 +120,33 @@ def test_user_recipes_dir_shadows_builtin(cli, tmp_path, rocm61):
     assert "9.9" in line and "--recipes" in line
     plan = plan_json(cli, "horovod", "--recipes", d, "--arch", "gfx90a", "--rocm", rocm61)
     assert plan["recipe"]["version"] == "9.9"
+
+
+def test_hello_hip_plan(cli, rocm61, tmp_path):
+    plan = plan_json(cli, "hello-hip", "--arch", "gfx90a,gfx1030", "--rocm", rocm61, "--work", tmp_path / "w")
+    (wheel,) = plan["steps"]
+    assert f"--config-settings=cmake.define.CMAKE_CXX_COMPILER={rocm61}/bin/hipcc" in wheel["argv"]
+    assert "--config-settings=cmake.define.HIP_ARCHITECTURES=gfx90a;gfx1030" in wheel["argv"]
+    assert plan["source"]["kind"] == "dir" and plan["source"]["directory"].endswith("examples/hello-hip")
+    assert plan["local_version"] == "rocm6.1"
+    checks = {v["name"]: v for v in plan["verify"]}
+    assert checks["device-code"]["archs"] == ["gfx90a", "gfx1030"]
+    assert checks["kernel-module"]["files"] == ["hello_hip/_core*.so"]
+    assert checks["import"]["argv"][-1] == "hello_hip" and checks["import"]["needs_gpu"]
+
+
+@pytest.mark.parametrize("recipe_line, cli_args, expected", [
+    ("", [], "rocm6.1"),                                            # default: the ROCm release
+    ('local-version: "rocm${{ rocm.version.major }}"', [], "rocm6"),  # the recipe's template
+    ('local-version: ""', [], None),                                # the recipe drops it
+    ("", ["--local-version", "mybuild.3"], "mybuild.3"),           # the command line wins
+    ('local-version: "rocm6"', ["--local-version", "none"], None),
+])
+def test_local_version(cli, rocm61, tmp_path, recipe_line, cli_args, expected):
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text("schema: 1\nname: demo\nversion: '1.0'\nsource: {path: .}\nsteps:\n  - wheel: {}\n"
+                      f"{recipe_line}\nverify:\n  - code-objects: false\n")
+    plan = plan_json(cli, str(recipe), "--arch", "gfx90a", "--rocm", rocm61, *cli_args)
+    assert plan["local_version"] == expected
+    # code-objects: false keeps the CUDA check but asks for no device code
+    assert [(v["kind"], v["archs"]) for v in plan["verify"]] == [("code-objects", [])]
