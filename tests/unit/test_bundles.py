@@ -121,3 +121,11 @@ def test_coverage_message_names_the_missing_mode():
     assert not ok and "xnack+" in why and "gfx90a:xnack-" in why
     ok, why = covers([T("gfx11-generic")], T("gfx1100"))
     assert ok and "generic" in why
+
+
+def test_large_compressed_bundle_is_streamed():
+    # Bigger than what is kept in memory: the header is read from the front,
+    # the rest only counted (sizes must still agree).
+    raw = bundle({HOST: b"", "hipv4-amdgcn-amd-amdhsa--gfx942": b"\0" * (9 << 20)})
+    b = parse_compressed(ccob(raw, version=3, method="zstd"))
+    assert [str(t) for t in b.targets] == ["gfx942"] and b.entries[1].size == 9 << 20
