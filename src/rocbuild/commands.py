@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from rocbuild import plan as planning
-from rocbuild.detect.arch import detect_archs, parse_arch_list, require_archs
+from rocbuild.detect.arch import detect_archs, require_archs
 from rocbuild.detect.gpu import gpu_access
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm, require_rocm
@@ -21,6 +21,7 @@ from rocbuild.recipe.lookup import all_recipes, resolve
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import check_ref
 from rocbuild.verify.check import verify_paths
+from rocbuild.wheels import LOCAL_LABEL_RE
 from rocbuild.verify.text import format_verdict
 
 
@@ -65,7 +66,7 @@ def _local_version(args) -> str | None:
         return None
     if label in ("", "none"):
         return ""
-    if not planning.LOCAL_RE.match(label):
+    if not LOCAL_LABEL_RE.match(label):
         raise UsageError(f"--local-version {label!r}: not a PEP 440 local version label",
                          hint="accepted: letters and digits separated by '.', '_' or '-' (e.g. rocm6.1), or 'none'")
     return label
@@ -103,11 +104,11 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    detection = detect_archs(args.arch)
+    archs = detection.archs
     if args.arch is not None:
-        archs, source = parse_arch_list(args.arch), "--arch"
+        source = "--arch"
     else:
-        detection = detect_archs(None)
-        archs = detection.archs
         source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
     verdict = verify_paths([Path(p) for p in args.paths], archs, source)
     if args.json:

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import zipfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -33,7 +32,7 @@ from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fing
 from rocbuild.steps.patch import apply_patch
 from rocbuild.verify.check import Verdict, verify_paths
 from rocbuild.verify.text import format_verdict
-from rocbuild.wheels import file_sha256, read_provenance, rewrite_wheel, update_manifest
+from rocbuild.wheels import copy_atomically, file_sha256, rewrite_wheel, update_manifest
 
 TAIL_LINES = 40
 
@@ -78,9 +77,9 @@ class Engine:
                 if step.name == until:
                     self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
                     return []
-            wheels = self._finalize(self._collect())
-            verdict = self._verify(wheels)
-            return self._publish(wheels, verdict)
+            provenance = self._finalize(self._collect())
+            verdict = self._verify(list(provenance))
+            return self._publish(provenance, verdict)
 
     # -- requirements -------------------------------------------------------
 
@@ -190,13 +189,18 @@ class Engine:
             raise StepFailed(f"the build finished but left no wheel in {self.work.dist}")
         return wheels
 
-    def _finalize(self, wheels: list[Path]) -> list[Path]:
-        """Relabel each wheel (+rocmX.Y) and add its provenance; the originals stay in dist/."""
+    def _finalize(self, wheels: list[Path]) -> dict[Path, dict]:
+        """Relabel each wheel (+rocmX.Y) and add its provenance; the originals stay in dist/.
+
+        Returns each final wheel with the provenance written into it."""
         shutil.rmtree(self.work.final, ignore_errors=True)
         if not wheels:
-            return []
+            return {}
         started = self.progress.start("label", f"+{self.plan.local_label}" if self.plan.local_label else "no label")
-        out = [rewrite_wheel(w, self.work.final, self.plan.local_label, self._provenance(w)) for w in wheels]
+        out = {}
+        for wheel in wheels:
+            record = self._provenance(wheel)
+            out[rewrite_wheel(wheel, self.work.final, self.plan.local_label, record)] = record
         self.progress.done("label", started, ", ".join(w.name for w in out))
         return out
 
@@ -236,14 +240,14 @@ class Engine:
             label = f"verify {check.name}"
             if check.kind == "code-objects":
                 result = self._code_objects(check, wheels, log)
-                if check.where.startswith("built in"):  # its findings go into the manifest
+                if check.detail.get("built_in"):  # its findings go into the manifest
                     verdict = result
             elif check.kind == "wheel-contains":
                 started = self.progress.start(label, check.detail["glob"])
                 self._wheel_contains(check, wheels)
                 self.progress.done(label, started)
             else:
-                if check.kind == "import" and not self.plan.host.gpu.usable:
+                if check.detail.get("needs_gpu") and not self.plan.host.gpu.usable:
                     self.progress.skipped(label, f"import {check.detail['module']} not tried: "
                                           f"{self.plan.host.gpu.reason}")
                     continue
@@ -308,29 +312,18 @@ class Engine:
             )
         self.progress.done(label, started)
 
-    def _publish(self, wheels: list[Path], verdict: Verdict | None) -> list[Path]:
-        """Move verified wheels into the wheelhouse and record them in its manifest.
-
-        A reader never sees a partial file: each wheel is copied to a temporary
-        name in the wheelhouse and renamed."""
-        if not wheels:
+    def _publish(self, provenance: dict[Path, dict], verdict: Verdict | None) -> list[Path]:
+        """Copy verified wheels into the wheelhouse (never visible half-written) and record
+        them in its manifest."""
+        if not provenance:
             return []
         out = self.plan.out
         out.mkdir(parents=True, exist_ok=True)
         placed, entries = [], {}
-        for wheel in wheels:
-            fd, tmp = tempfile.mkstemp(prefix=f".{wheel.name}.", suffix=".part", dir=out)
-            os.close(fd)
-            try:
-                shutil.copyfile(wheel, tmp)
-                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a wheel is for everyone to read
-                os.replace(tmp, out / wheel.name)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            placed.append(out / wheel.name)
+        for wheel, record in provenance.items():
+            placed.append(copy_atomically(wheel, out / wheel.name))
             entries[wheel.name] = {"sha256": file_sha256(wheel), "size": wheel.stat().st_size,
-                                   "provenance": read_provenance(wheel), "verify": _summary(verdict, wheel)}
+                                   "provenance": record, "verify": _summary(verdict, wheel)}
         update_manifest(out, entries)
         return placed
 
@@ -371,12 +364,6 @@ class Engine:
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
         os.replace(tmp, stamp)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _patch_record(action) -> dict:

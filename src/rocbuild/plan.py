@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from rocbuild.paths import WorkDirs, mirror_path
 from rocbuild.recipe.lookup import patch_dirs_for
 from rocbuild.recipe.model import Recipe
 from rocbuild.render import PythonView, Renderer, RocmView
+from rocbuild.wheels import LOCAL_LABEL_RE
 
 PYTHON_ALIASES = ("python", "python3")
 # A script the target python runs to report which build modules it lacks.
@@ -33,7 +33,6 @@ IMPORT_CHECK = (
 )
 # A verify `import:` entry: import one module by name, from the scratch install.
 IMPORT_ONE = "import importlib, sys; importlib.import_module(sys.argv[1]); print('imported', sys.argv[1])"
-LOCAL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 
 
 @dataclass(frozen=True)
@@ -250,7 +249,7 @@ def make_plan(
         archs = [] if opted_out else list(host.archs)
         where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
         verify.append(Step("device-code", "code-objects", None, str(work.src), {}, where=where,
-                           detail={"archs": archs, "files": []}))
+                           detail={"archs": archs, "files": [], "built_in": True}))
     verify += [_verify_step(e, r, host, work) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
                 tuple(steps), tuple(verify), _local_label(recipe, host, r, local_version))
@@ -264,7 +263,7 @@ def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) 
         v = host.rocm.version
         return f"rocm{v.major}.{v.minor}" if v is not None else ""
     label = r.text(recipe.local_version, None, "local-version")
-    if label and not LOCAL_RE.match(label):
+    if label and not LOCAL_LABEL_RE.match(label):
         raise RecipeError("local-version renders to something that is not a PEP 440 local label",
                           file=str(recipe.path), key="local-version", value=label,
                           accepted="letters and digits separated by '.', '_' or '-', e.g. rocm6.1")

@@ -3,7 +3,7 @@
 The .dist-info and .data folders are renamed with the new version, METADATA's
 Version header follows, signatures of the old RECORD are dropped (they no
 longer match), and members are streamed so a large library is never held in
-memory.
+memory. Everything that lands in a wheelhouse goes through write_atomically.
 """
 
 from __future__ import annotations
@@ -13,17 +13,21 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from rocbuild.errors import StepFailed
 
+# A PEP 440 local version label, as rocbuild accepts it (rocm6.1, g1234.rocm6.1).
+LOCAL_LABEL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 PROVENANCE = "rocbuild-provenance.json"
 MANIFEST = "rocbuild-manifest.json"
 CHUNK = 1 << 20
@@ -56,35 +60,33 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict) -> Pa
     dest_dir.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(src) as zin:
         old_info = _dist_info(zin, src)
-        old_stem = old_info[: -len(".dist-info")]
-        renames = {old_info + "/": new_stem + ".dist-info/", old_stem + ".data/": new_stem + ".data/"}
-        new_info = new_stem + ".dist-info"
-        skip = {f"{old_info}/RECORD", f"{old_info}/RECORD.jws", f"{old_info}/RECORD.p7s", f"{old_info}/{PROVENANCE}"}
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest_dir)
-        os.close(fd)
-        try:
-            records = []
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
-                stamp = zin.getinfo(f"{old_info}/WHEEL").date_time
-                for info in zin.infolist():
-                    if info.is_dir() or info.filename in skip:
-                        continue
-                    name = _renamed(info.filename, renames)
-                    if name == f"{new_info}/METADATA":
-                        data = _set_version(zin.read(info), new_version)
-                        records.append(_write_bytes(zout, name, data, info))
-                    else:
-                        records.append(_copy(zin, info, zout, name))
-                body = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()
-                records.append(_write_bytes(zout, f"{new_info}/{PROVENANCE}", body, zipfile.ZipInfo(date_time=stamp)))
-                record_name = f"{new_info}/RECORD"
-                lines = [f"{n},{h},{s}" for n, h, s in records] + [f"{record_name},,"]
-                _write_bytes(zout, record_name, ("\n".join(lines) + "\n").encode(), zipfile.ZipInfo(date_time=stamp))
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance))
     return dest
+
+
+def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_stem: str, new_version: str,
+                      provenance: dict) -> None:
+    """Every member under its new name, METADATA's version changed, the provenance file, a fresh RECORD."""
+    old_stem = old_info[: -len(".dist-info")]
+    new_info = new_stem + ".dist-info"
+    renames = {old_info + "/": new_info + "/", old_stem + ".data/": new_stem + ".data/"}
+    skip = {f"{old_info}/RECORD", f"{old_info}/RECORD.jws", f"{old_info}/RECORD.p7s", f"{old_info}/{PROVENANCE}"}
+    stamp = zipfile.ZipInfo(date_time=zin.getinfo(f"{old_info}/WHEEL").date_time)
+    records = []
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            if info.is_dir() or info.filename in skip:
+                continue
+            name = _renamed(info.filename, renames)
+            if name == f"{new_info}/METADATA":
+                records.append(_write_bytes(zout, name, _set_version(zin.read(info), new_version), info))
+            else:
+                records.append(_copy(zin, info, zout, name))
+        body = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()
+        records.append(_write_bytes(zout, f"{new_info}/{PROVENANCE}", body, stamp))
+        record_name = f"{new_info}/RECORD"
+        lines = [f"{n},{h},{s}" for n, h, s in records] + [f"{record_name},,"]
+        _write_bytes(zout, record_name, ("\n".join(lines) + "\n").encode(), stamp)
 
 
 def read_provenance(wheel: Path) -> dict | None:
@@ -164,15 +166,34 @@ def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
             data = {"schema": 1, "wheels": {}}
         data["wheels"].update(entries)
         data["wheels"] = {k: data["wheels"][k] for k in sorted(data["wheels"]) if (wheelhouse / k).exists()}
-        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", suffix=".part", dir=wheelhouse)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        write_atomically(path, lambda fh: fh.write(text.encode()))
+    return path
+
+
+def copy_atomically(src: Path, dest: Path) -> Path:
+    def write(fh) -> None:
+        with open(src, "rb") as f:
+            shutil.copyfileobj(f, fh, CHUNK)
+    return write_atomically(dest, write)
+
+
+def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write dest through a temporary file beside it and a rename: a reader never sees a
+    partial file, and a failure leaves nothing. The file gets 0666 less the umask (not
+    mkstemp's 0600): wheels and manifests are for everyone to read."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    return path
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
 
 
 def file_sha256(path: Path) -> str:

@@ -29,6 +29,7 @@ from rocbuild.recipe.model import (
     Source,
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
+from rocbuild.wheels import LOCAL_LABEL_RE
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -56,7 +57,6 @@ VERIFY_KINDS = ("command", "wheel-contains", "code-objects", "import")
 CODE_OBJECT_KEYS = {"archs": False, "files": False}
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-LOCAL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
 
@@ -283,7 +283,7 @@ class _Loader:
         if raw is None:
             return ""
         value = self.tstring(raw, "local-version", vm["local-version"])
-        if value and not templating.is_template(value) and not LOCAL_RE.match(value):
+        if value and not templating.is_template(value) and not LOCAL_LABEL_RE.match(value):
             raise self.error("not a PEP 440 local version label", "local-version", vm["local-version"],
                              value=value, accepted="letters and digits separated by '.', '_' or '-' "
                              "(e.g. rocm6.1), or \"\" for none")

@@ -34,6 +34,7 @@ METHODS = {0: "zlib", 1: "zstd"}
 MAX_ENTRIES = 4096
 MAX_ID = 512
 CHUNK = 1 << 20
+KEEP = 4 * CHUNK  # of a decompressed bundle, the front is kept: its header is there
 
 DEVICE_ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-amdgcn-amd-amdhsa-(?:[a-z]*-)?(?P<target>gfx.+)$")
 TARGET_RE = re.compile(r"^(?P<proc>gfx[0-9a-z]+(?:-[0-9a-z]+)*)(?P<features>(?::[a-z]+[+-])*)$")
@@ -114,7 +115,7 @@ class Bundle:
 
 
 def parse_uncompressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
-    """Read the bundle starting at `at`; `limit` is where the readable bytes end."""
+    """Read the bundle starting at `at`; `limit` is where its data ends (buf may hold only the front)."""
     end = len(buf) if limit is None else limit
     if bytes(buf[at:at + len(MAGIC)]) != MAGIC:
         raise BundleError("no __CLANG_OFFLOAD_BUNDLE__ magic")
@@ -131,6 +132,8 @@ def parse_uncompressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
         if not 1 <= id_len <= MAX_ID or pos + id_len > end:
             raise BundleError(f"implausible entry id length {id_len}")
         raw = bytes(buf[pos:pos + id_len])
+        if len(raw) != id_len:
+            raise BundleError("truncated header")
         pos += id_len
         try:
             ident = raw.decode("ascii")
@@ -168,30 +171,11 @@ def parse_compressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
     head, produced, consumed = _decompress_head(METHODS[method], buf[at + header:data_end])
     if produced != raw_size:
         raise BundleError(f"CCOB {METHODS[method]} data decompresses to {produced} bytes, header says {raw_size}")
-    inner = parse_uncompressed(head, 0, len(head)) if len(head) >= raw_size else _parse_partial(head, raw_size)
+    # Only the front of a large bundle is kept; its header is there, and
+    # entry bounds are checked against the whole decompressed size.
+    inner = parse_uncompressed(head, 0, raw_size)
     size = total if total is not None else header + consumed
     return Bundle(at, size, inner.entries, METHODS[method], version)
-
-
-def _parse_partial(head: bytes, raw_size: int) -> Bundle:
-    """Parse a bundle header when only its first bytes were kept; bounds are checked against raw_size."""
-    padded = _Padded(head, raw_size)
-    return parse_uncompressed(padded, 0, raw_size)
-
-
-class _Padded:
-    """The first bytes of a decompressed bundle standing in for all of it (the header is at the front)."""
-
-    def __init__(self, head: bytes, size: int):
-        self.head, self.size = head, size
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, s: slice) -> bytes:
-        if s.stop is not None and s.stop > len(self.head):
-            raise BundleError("bundle header is larger than the part read")
-        return self.head[s]
 
 
 def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
@@ -214,18 +198,13 @@ def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
             else:
                 break
             out = d.decompress(chunk, CHUNK) if method == "zlib" else d.decompress(chunk)
-            produced, keep = _take(out, produced, keep)
+            produced += len(out)
+            keep += out[: max(0, KEEP - len(keep))]
     except (zlib.error, zstandard.ZstdError) as exc:
         raise BundleError(f"{method} data does not decompress: {exc}") from None
     if not d.eof:
         raise BundleError(f"{method} data is truncated")
     return bytes(keep), produced, fed - len(d.unused_data)
-
-
-def _take(out: bytes, produced: int, keep: bytearray) -> tuple[int, bytearray]:
-    if len(keep) < 4 * CHUNK:
-        keep += out[: 4 * CHUNK - len(keep)]
-    return produced + len(out), keep
 
 
 def find_bundles(buf, start: int = 0, end: int | None = None, *, strict: bool = True
@@ -301,6 +280,7 @@ def _u16(buf, pos: int, end: int) -> int:
 
 def _unpack(fmt: str, buf, pos: int, end: int) -> int:
     n = struct.calcsize(fmt)
-    if pos + n > end:
+    data = bytes(buf[pos:pos + n])
+    if pos + n > end or len(data) != n:
         raise BundleError("truncated header")
-    return struct.unpack(fmt, bytes(buf[pos:pos + n]))[0]
+    return struct.unpack(fmt, data)[0]

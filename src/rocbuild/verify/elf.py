@@ -52,14 +52,6 @@ class ElfInfo:
         return out
 
 
-def is_elf(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == ELF_MAGIC
-    except OSError:
-        return False
-
-
 def inspect_elf(path: Path) -> ElfInfo:
     info = ElfInfo()
     fatbins: list[tuple[str, int, int]] = []
