@@ -38,3 +38,31 @@ def test_argument_errors_exit_2_without_traceback(cli):
 def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "rocbuild", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == f"rocbuild {__version__}"
+
+
+def test_verify_bad_inputs_exit_2(cli, tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a library\n")
+    broken = tmp_path / "broken.whl"
+    broken.write_bytes(b"PK\x03\x04 truncated")
+    for args, fragment in (
+        ([tmp_path / "missing.whl"], "missing.whl: no such file or folder"),
+        ([text], "notes.txt: not a wheel, an ELF file, a folder or an offload bundle"),
+        ([broken], "broken.whl: not a wheel, an ELF file, a folder or an offload bundle"),
+        ([text, "--arch", "gfx90a;gfx1030"], "not a gfx target: 'gfx90a;gfx1030'"),
+    ):
+        code, out, err = cli("verify", *args)
+        assert code == 2, (args, err)
+        assert fragment in err and "Traceback" not in err
+        assert out == ""
+
+
+def test_bad_local_version_exit_2(cli, rocm61, tmp_path):
+    code, _, err = cli("plan", "hello-hip", "--arch", "gfx90a", "--rocm", rocm61, "--local-version", "rocm 6.1")
+    assert code == 2 and "--local-version 'rocm 6.1': not a PEP 440 local version label" in err
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text("schema: 1\nname: demo\nversion: '1.0'\nsource: {path: .}\nsteps:\n  - wheel: {}\n"
+                      "local-version: \"rocm ${{ rocm.version }}\"\n")
+    code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 2 and "local-version renders to something that is not a PEP 440 local label" in err
+    assert str(recipe) in err and "'rocm 6.1.0'" in err
