@@ -24,6 +24,7 @@ from typing import Iterator
 from packaging.specifiers import SpecifierSet
 
 from rocbuild import __version__
+from rocbuild.detect.torch import parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, StepFailed, UsageError
 from rocbuild.plan import Plan, Step
 from rocbuild.progress import Progress
@@ -107,12 +108,33 @@ class Engine:
             if result.exit_code != 0:
                 missing = result.output.strip().splitlines()[-1:] or ["?"]
                 problems.append(f"python {self.plan.host.python.executable} lacks build module(s): {missing[0]}")
+        if req.torch_check_argv:
+            problems += self._torch_problems(req.torch_check_argv)
         if problems:
             raise HostNotReady(
                 f"this host cannot build {self.plan.recipe.name} yet:",
                 hint="\n".join("- " + p for p in problems)
                 + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
             )
+
+    def _torch_problems(self, argv: tuple[str, ...]) -> list[str]:
+        """A CUDA or CPU torch in the target python would make a CUDA-linked or CPU-only extension."""
+        python = self.plan.host.python.executable
+        log = self.work.logs / "00-requirements.log"
+        result = self.runner.run(argv, cwd=str(self.work.root), env=self.plan.base_env, log=log)
+        try:
+            env = parse_probe(result.output) if result.exit_code == 0 else None
+        except (ValueError, KeyError):
+            env = None
+        install = rocm_torch_install(python, self.plan.host.rocm.version)
+        if env is None:
+            return [f"cannot read the torch of {python} (see {log})"]
+        if env.torch is None:
+            return [f"no torch in {python}: this recipe builds against a ROCm torch; install one:\n  {install}"]
+        if env.torch.flavour != "rocm":
+            return [f"{env.torch.describe()}: building against it would give an extension that links CUDA "
+                    f"(or none at all), not ROCm. Install a ROCm torch:\n  {install}"]
+        return []
 
     # -- prepare ------------------------------------------------------------
 
@@ -261,7 +283,7 @@ class Engine:
         label = f"verify {check.name}"
         started = self.progress.start(label, f"{', '.join(check.detail['archs'])}; no CUDA libraries")
         result = verify_paths(wheels, check.detail["archs"], f"the build ({check.where})",
-                              tuple(check.detail["files"]))
+                              tuple(check.detail["files"]), tuple(check.detail.get("links", ())))
         with open(log, "a") as fh:
             fh.write(format_verdict(result, quiet_files=False) + "\n")
         if not result.ok:

@@ -16,9 +16,11 @@ from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
+from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.paths import WorkDirs, mirror_path
 from rocbuild.recipe.lookup import patch_dirs_for
+from rocbuild.recipe.load import SHA_RE
 from rocbuild.recipe.model import Recipe
 from rocbuild.render import PythonView, Renderer, RocmView
 from rocbuild.wheels import LOCAL_LABEL_RE
@@ -88,6 +90,8 @@ class PatchAction:
             mode = "regex" if p["regex"] else "text"
             count = f", expecting {p['count']}" if p["count"] else ""
             return f"replace in {p['file']} ({mode}{count}): {p['find']!r} -> {p['with']!r}"
+        if self.kind == "copy":
+            return f"copy {p['from']} to {p['to']} (in the tree; the original is only read)"
         return f"link {p['from']} into {p['into']}/ (replacing existing links)"
 
 
@@ -118,6 +122,8 @@ class Requirements:
     python_modules: tuple[str, ...]
     cmake_packages: tuple[str, ...]
     python_check_argv: tuple[str, ...] | None
+    torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
+    torch_check_argv: tuple[str, ...] | None = None  # reads torch/version.py without importing torch
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,10 @@ class Plan:
     steps: tuple[Step, ...]
     verify: tuple[Step, ...]
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
+
+    @property
+    def output(self) -> str:
+        return self.recipe.output
 
     @property
     def has_wheel_steps(self) -> bool:
@@ -193,10 +203,9 @@ def make_plan(
     cache: Path | None = None,
     local_version: str | None = None,
 ) -> Plan:
-    effective_ref = ref or recipe.source.ref
     ctx = {
         "archs": list(host.archs),
-        "arch": host.archs[0],
+        "arch": host.archs[0] if host.archs else "",
         "rocm": RocmView(host.rocm),
         "python": PythonView(host.python.executable, host.python.version),
         "jobs": host.jobs,
@@ -204,10 +213,14 @@ def make_plan(
         "src": str(work.src),
         "build": str(work.build),
         "dist": str(work.dist),
-        "ref": effective_ref or "",
+        "ref": "",
         "recipe": {"name": recipe.name, "version": recipe.version},
     }
     r = Renderer(ctx)
+    # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+    recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
+    effective_ref = ref or recipe_ref
+    ctx["ref"] = effective_ref or ""
 
     base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
     if host.rocm.layout == "rocm":
@@ -230,9 +243,11 @@ def make_plan(
         python_modules=modules,
         cmake_packages=names(recipe.requires.cmake_packages),
         python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *modules) if modules else None,
+        torch=recipe.requires.torch,
+        torch_check_argv=probe_argv(host.python.executable) if recipe.requires.torch else None,
     )
 
-    source = _source(recipe, effective_ref, ref is not None, source_dir, cache)
+    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r)
     patches = tuple(_patch(recipe, e, r) for e in recipe.patches if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
 
     steps = []
@@ -291,18 +306,31 @@ def _verify_step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
         raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
                           key=f"{key}.archs", value=archs, accepted="gfx targets such as gfx90a") from None
     return Step(name, "code-objects", None, str(work.src), env, where=where,
-                detail={"archs": archs, "files": [r.text(f, entry.pos, key) for f in body["files"]]})
+                detail={"archs": archs, "files": [r.text(f, entry.pos, key) for f in body["files"]],
+                        "links": list(body["links"])})
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
-            cache: Path | None) -> SourceSpec:
+            cache: Path | None, r: Renderer) -> SourceSpec:
     if source_dir is not None:
         return SourceSpec("dir", directory=str(Path(source_dir).resolve()))
     src = recipe.source
     if src.path is not None:
         return SourceSpec("dir", directory=str((recipe.directory / src.path).resolve()))
+    if ref is not None and not overridden:
+        from rocbuild.steps.fetch import check_ref  # fetch imports this module
+
+        try:
+            check_ref(ref, "source.ref")
+        except UsageError as exc:
+            raise RecipeError(exc.message, file=str(recipe.path), key="source.ref", value=ref,
+                              accepted="a branch, tag or commit id") from None
+    commit = None if overridden or not src.commit else r.text(src.commit, None, "source.commit").lower()
+    if commit is not None and not SHA_RE.match(commit):
+        raise RecipeError("source.commit renders to something that is not a commit id", file=str(recipe.path),
+                          key="source.commit", value=commit, accepted="7 to 40 hexadecimal digits")
     return SourceSpec(
-        "git", url=src.git, ref=ref, commit=None if overridden else src.commit,
+        "git", url=src.git, ref=ref, commit=commit,
         submodules=src.submodules, mirror=str(mirror_path(src.git, cache)), ref_overridden=overridden,
     )
 

@@ -38,6 +38,13 @@ CASES = {
     "bad_import_module.yaml": (9, 13, ["verify[0].import: not a module name", "'hello-hip'"]),
     "bad_local_version.yaml": (8, 16, ["local-version: not a PEP 440 local version label", "'rocm 6.1'"]),
     "misspelt_verify_kind.yaml": (9, 5, ["verify[0].wheel-contain: unknown key", "did you mean 'wheel-contains'"]),
+    "tree_with_wheel_step.yaml": (8, 5, ["steps[1].wheel: a wheel step in a recipe whose output is a tree",
+                                         "accepted: cmake, cmake-build, make, run, shell"]),
+    "tree_with_import_check.yaml": (9, 5, ["verify[0]: a import check needs a wheel", "accepted: command"]),
+    "bad_output.yaml": (5, 9, ["output: unknown output kind", "value: 'trees'", "did you mean 'tree'"]),
+    "bad_torch_flavour.yaml": (7, 10, ["requires.torch: unknown torch flavour", "value: 'cuda'", "accepted: rocm"]),
+    "bad_links.yaml": (11, 11, ["verify[0].code-objects.links[0]: not a library name", "'amdhip64.so'"]),
+    "wheel_recipe_without_steps.yaml": (1, 1, ["missing required key 'steps'", "output: tree"]),
 }
 
 
@@ -71,7 +78,8 @@ def test_caret_points_at_column():
 def test_shipped_recipes_load(recipe):
     loaded = load_recipe(recipe)
     assert loaded.name == recipe.stem
-    assert loaded.steps
+    assert loaded.steps or loaded.output == "tree"
+    assert loaded.output in ("wheel", "tree")
 
 
 def test_missing_file():

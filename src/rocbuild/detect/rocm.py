@@ -36,6 +36,10 @@ class RocmVersion:
         return self._v.minor
 
     @property
+    def micro(self) -> int:
+        return self._v.micro
+
+    @property
     def short(self) -> str:
         """Major and minor, e.g. '6.1' (what wheel labels and HIP versions agree on)."""
         return f"{self._v.major}.{self._v.minor}"

@@ -39,12 +39,16 @@ SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
     "source": True, "requires": False, "options": False, "env": False,
-    "patches": False, "steps": True, "verify": False, "local-version": False,
+    "patches": False, "steps": False, "verify": False, "local-version": False, "output": False,
 }
+OUTPUTS = ("wheel", "tree")
+TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = {"git": False, "path": False, "ref": False, "commit": False, "submodules": False}
-REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False}
+REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False, "torch": False}
+TORCH_FLAVOURS = ("rocm",)
 OPTION_KEYS = {"default": True, "choices": False, "multi": False, "help": False}
-PATCH_KINDS = ("diff", "replace", "link")
+PATCH_KINDS = ("diff", "replace", "link", "copy")
+COPY_KEYS = {"from": True, "to": True}
 REPLACE_KEYS = {"file": True, "find": True, "with": True, "count": False, "regex": False}
 LINK_KEYS = {"from": True, "into": True}
 STEP_KINDS = ("cmake", "cmake-build", "make", "run", "shell", "wheel")
@@ -54,7 +58,8 @@ CMAKE_BUILD_KEYS = {"dir": False, "target": False, "jobs": False, "config": Fals
 MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
 WHEEL_KEYS = {"dir": False, "args": False, "config-settings": False}
 VERIFY_KINDS = ("command", "wheel-contains", "code-objects", "import")
-CODE_OBJECT_KEYS = {"archs": False, "files": False}
+CODE_OBJECT_KEYS = {"archs": False, "files": False, "links": False}
+LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -259,6 +264,19 @@ class _Loader:
                              accepted="a version such as 0.50.1 or 2.2.4.post1") from None
 
         options = self.options(top.get("options"), vm.get("options"))
+        output = self.output(top, vm)
+        steps = self.steps(top["steps"], vm["steps"], output) if "steps" in top else ()
+        if not steps and output == "wheel":
+            raise self.error("missing required key 'steps'" if "steps" not in top else
+                             "a recipe needs at least one step", "steps", vm.get("steps", top.mark),
+                             accepted=", ".join(STEP_KINDS) + " (a recipe with `output: tree` may have none)")
+        verify = self.verify(top.get("verify"), vm.get("verify"))
+        if output == "tree":
+            for entry in verify:
+                if entry.kind not in TREE_VERIFY_KINDS:
+                    raise self.error(f"a {entry.kind} check needs a wheel; this recipe's output is a tree",
+                                     entry.pos.key, Mark(entry.pos.line, entry.pos.column), value=entry.kind,
+                                     accepted="command: [...] (with expect:), run in the prepared tree")
         return Recipe(
             path=self.path,
             text=self.text,
@@ -271,10 +289,22 @@ class _Loader:
             options=options,
             env=self.env_map(top["env"], "env", vm["env"]) if "env" in top else (),
             patches=self.patches(top.get("patches"), vm.get("patches")),
-            steps=self.steps(top["steps"], vm["steps"]),
-            verify=self.verify(top.get("verify"), vm.get("verify")),
+            steps=steps,
+            verify=verify,
             local_version=self.local_version(top, vm),
+            output=output,
         )
+
+    def output(self, top: YMap, vm: dict) -> str:
+        if "output" not in top:
+            return "wheel"
+        value = self.string(top["output"], "output", vm["output"])
+        if value not in OUTPUTS:
+            raise self.error("unknown output kind", "output", vm["output"], value=value,
+                             accepted="wheel (the default: verified wheels in the wheelhouse) or tree "
+                                      "(a prepared, patched source tree)",
+                             suggestion=difflib.get_close_matches(value, OUTPUTS, n=1) or None)
+        return value
 
     def local_version(self, top: YMap, vm: dict) -> str | None:
         if "local-version" not in top:
@@ -297,11 +327,14 @@ class _Loader:
                              accepted="git: URL (with ref/commit/submodules), or path: a local folder")
         commit = None
         if "commit" in src:
-            commit = self.string(src["commit"], "source.commit", vm["commit"]).lower()
-            if not SHA_RE.match(commit):
+            commit = self.tstring(src["commit"], "source.commit", vm["commit"])
+            if not templating.is_template(commit):
+                commit = commit.lower()
+            if not templating.is_template(commit) and not SHA_RE.match(commit):
                 raise self.error("not a commit id", "source.commit", vm["commit"], value=src["commit"],
                                  accepted="7 to 40 hexadecimal digits")
-        ref = self.string(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
+        # ref and commit may be templates (e.g. picked by an option); they are rendered when planning.
+        ref = self.tstring(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
         return Source(
             git=self.string(src["git"], "source.git", vm["git"]) if "git" in src else None,
             path=self.string(src["path"], "source.path", vm["path"]) if "path" in src else None,
@@ -324,7 +357,14 @@ class _Loader:
             except InvalidSpecifier:
                 raise self.error("not a version specifier", "requires.rocm", vm["rocm"], value=rocm,
                                  accepted="a PEP 440 specifier such as '>=6.1' or '>=5.7,<7'") from None
+        torch = None
+        if "torch" in req:
+            torch = self.string(req["torch"], "requires.torch", vm["torch"])
+            if torch not in TORCH_FLAVOURS:
+                raise self.error("unknown torch flavour", "requires.torch", vm["torch"], value=torch,
+                                 accepted="rocm (the target python's torch must be a ROCm build)")
         return Requires(
+            torch=torch,
             rocm=rocm,
             tools=self.names(req["tools"], "requires.tools", vm["tools"]) if "tools" in req else (),
             python=self.names(req["python"], "requires.python", vm["python"]) if "python" in req else (),
@@ -410,6 +450,11 @@ class _Loader:
                                          value=body["find"], accepted="a Python regular expression") from None
                 if not body["find"]:
                     raise self.error("find is empty", f"{bkey}.find", vm["find"], accepted="a non-empty string")
+            elif kind == "copy":
+                m = self.mapping(body, bkey, bmark, COPY_KEYS)
+                vm = m.value_marks
+                body = {"from": self.tstring(m["from"], f"{bkey}.from", vm["from"]),
+                        "to": self.tstring(m["to"], f"{bkey}.to", vm["to"])}
             else:
                 m = self.mapping(body, bkey, bmark, LINK_KEYS)
                 vm = m.value_marks
@@ -431,15 +476,17 @@ class _Loader:
                 return d / name
         return None
 
-    def steps(self, value: Any, mark: Mark) -> tuple[Entry, ...]:
+    def steps(self, value: Any, mark: Mark, output: str) -> tuple[Entry, ...]:
         items = self.seq(value, "steps", mark, "step entries")
-        if not items:
-            raise self.error("a recipe needs at least one step", "steps", mark, accepted=", ".join(STEP_KINDS))
         out = []
         names: set[str] = set()
         for i, item in enumerate(items):
             key, imark = f"steps[{i}]", items.item_marks[i]
             kind, entry = self.entry_kind(item, key, imark, STEP_KINDS, STEP_COMMON)
+            if kind == "wheel" and output == "tree":
+                raise self.error("a wheel step in a recipe whose output is a tree", f"{key}.wheel",
+                                 entry.key_marks["wheel"], value="wheel",
+                                 accepted="cmake, cmake-build, make, run, shell (or drop `output: tree`)")
             bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
             body = self.step_body(kind, entry[kind], bkey, bmark)
             name = None
@@ -540,9 +587,9 @@ class _Loader:
         # code-objects: true/empty (the build's archs, every ELF), {archs: [...], files: [globs]}, or
         # false: the wheel has no device code of its own (a wrapper over rocBLAS, say); CUDA is still checked.
         if raw is None or raw is True:
-            return {"archs": None, "files": (), "required": True}
+            return {"archs": None, "files": (), "links": (), "required": True}
         if raw is False:
-            return {"archs": None, "files": (), "required": False}
+            return {"archs": None, "files": (), "links": (), "required": False}
         m = self.mapping(raw, k, mark, CODE_OBJECT_KEYS)
         archs = None
         if "archs" in m:
@@ -556,7 +603,16 @@ class _Loader:
             else:
                 seq = self.seq(fv, f"{k}.files", fm, "globs of paths inside the wheel")
                 files = tuple(self.tstring(g, f"{k}.files[{j}]", seq.item_marks[j]) for j, g in enumerate(seq))
-        return {"archs": archs, "files": files, "required": True}
+        links: tuple[str, ...] = ()
+        if "links" in m:
+            seq = self.seq(m["links"], f"{k}.links", m.value_marks["links"], "library names such as libamdhip64")
+            for j, lib in enumerate(seq):
+                lib = self.string(lib, f"{k}.links[{j}]", seq.item_marks[j])
+                if not LIB_RE.match(lib):
+                    raise self.error("not a library name", f"{k}.links[{j}]", seq.item_marks[j], value=lib,
+                                     accepted="a shared library name without .so, e.g. libamdhip64 or libc10_hip")
+                links += (lib,)
+        return {"archs": archs, "files": files, "links": links, "required": True}
 
     def expect(self, entry: YMap, key: str) -> tuple[str, ...]:
         if "expect" not in entry:

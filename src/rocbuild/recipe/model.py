@@ -51,6 +51,7 @@ class Requires:
     """What the host must provide before anything compiles."""
 
     rocm: str | None = None  # a PEP 440 version specifier, e.g. ">=6.1"
+    torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
     tools: tuple[Conditional, ...] = ()
     python: tuple[Conditional, ...] = ()  # modules importable in the target python
     cmake_packages: tuple[Conditional, ...] = ()  # config packages under the ROCm prefix
@@ -96,6 +97,7 @@ class Recipe:
     steps: tuple[Entry, ...] = ()
     verify: tuple[Entry, ...] = ()
     local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
+    output: str = "wheel"  # "wheel": verified wheels in the wheelhouse; "tree": the prepared source tree
 
     @property
     def directory(self) -> Path:

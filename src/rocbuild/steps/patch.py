@@ -1,10 +1,11 @@
-"""Patch actions on a prepared source tree: diff, replace and link. Each is safe to repeat."""
+"""Patch actions on a prepared source tree: diff, replace, link and copy. Each is safe to repeat."""
 
 from __future__ import annotations
 
 import glob
 import os
 import re
+import shutil
 from pathlib import Path
 
 from rocbuild.errors import StepFailed
@@ -82,6 +83,19 @@ def apply_link(params: dict, root: Path) -> str:
     return f"linked {', '.join(made)} into {params['into']}/"
 
 
+def apply_copy(params: dict, root: Path) -> str:
+    """Copy a file from outside (a ROCm header, say) into the tree, where later patches may edit it:
+    the original is only read."""
+    source = Path(params["from"])
+    if not source.is_file():
+        raise StepFailed(f"copy: {source} does not exist or is not a file",
+                         hint="`rocbuild detect` shows the ROCm found; the recipe's `when:` may need a condition")
+    dest = inside(root, params["to"], "copy.to")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+    return f"copied {source} to {params['to']}"
+
+
 def apply_diff(params: dict, root: Path, runner: Runner, log: Path) -> str:
     env = _git_env(root)
     check = runner.run(params["check_argv"], cwd=root, env=env, log=log)
@@ -109,6 +123,8 @@ def apply_patch(action: PatchAction, root: Path, runner: Runner, log: Path) -> s
             return apply_diff(action.params, root, runner, log)
         if action.kind == "replace":
             return apply_replace(action.params, root)
+        if action.kind == "copy":
+            return apply_copy(action.params, root)
         return apply_link(action.params, root)
     except StepFailed as exc:
         exc.message = f"{exc.message} [recipe {action.where}]"

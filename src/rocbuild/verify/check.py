@@ -5,7 +5,8 @@ Rules:
 - an ELF that carries device code must carry it for every requested arch;
 - an input (wheel, library, folder) with no device code anywhere fails when
   archs were requested: that is the silent CPU-only build;
-- `device_code_in` globs name files that must exist and carry device code.
+- `device_code_in` globs name files that must exist and carry device code;
+- `links` names libraries those files (else every file with device code) must need (DT_NEEDED).
 """
 
 from __future__ import annotations
@@ -106,12 +107,12 @@ def parse_targets(archs: list[str]) -> list[TargetId]:
 
 
 def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch",
-                 device_code_in: tuple[str, ...] = ()) -> Verdict:
+                 device_code_in: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> Verdict:
     targets = parse_targets(archs)
     inputs = []
     for path in paths:
         found = _inspect_input(Path(path))
-        _judge(found, targets, device_code_in)
+        _judge(found, targets, device_code_in, links)
         inputs.append(found)
     return Verdict(list(archs), archs_from, inputs)
 
@@ -123,12 +124,12 @@ def _inspect_input(path: Path) -> InputFindings:
         found = InputFindings(str(path), "folder")
         for file in sorted(_walk(path)):
             if _head(file) == ELF_MAGIC:
-                found.files.append(_file(str(file.relative_to(path)), file))
+                found.files.append(inspect_file(str(file.relative_to(path)), file))
         return found
     head = _head(path)
     if head == ELF_MAGIC:
         found = InputFindings(str(path), "elf")
-        found.files.append(_file(str(path), path))
+        found.files.append(inspect_file(str(path), path))
         return found
     if zipfile.is_zipfile(path):
         return _inspect_wheel(path)
@@ -152,7 +153,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                 target = Path(tmp) / "member"
                 with zf.open(member) as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                found.files.append(_file(member.filename, target))
+                found.files.append(inspect_file(member.filename, target))
                 target.unlink()
     except (zipfile.BadZipFile, OSError) as exc:
         raise UsageError(f"{path}: cannot read the wheel: {exc}") from None
@@ -171,23 +172,29 @@ def _inspect_bundle_file(path: Path) -> InputFindings:
     return found
 
 
-def _file(shown: str, path: Path) -> FileFindings:
+def judge_file(f: FileFindings, targets: list[TargetId]) -> None:
+    """One ELF file's own rules: no CUDA library; its device code (if any) covers every target."""
+    for lib in f.info.cuda:
+        f.problems.append(f"links the CUDA library {lib}: it was built against CUDA, not ROCm "
+                          "(for a torch extension: a CUDA torch was in the build environment)")
+    if f.info.bundles:
+        have = [t for _, b in f.info.bundles for t in b.targets]
+        for wanted in targets:
+            ok, why = covers(have, wanted)
+            f.coverage[str(wanted)] = why if ok else "missing"
+            if not ok:
+                f.problems.append(f"{why}; rebuild with --arch including {wanted}")
+
+
+def inspect_file(shown: str, path: Path) -> FileFindings:
     info = inspect_elf(path)
     return FileFindings(shown, info, problems=list(info.problems))
 
 
-def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...]) -> None:
+def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...],
+           links: tuple[str, ...] = ()) -> None:
     for f in found.files:
-        for lib in f.info.cuda:
-            f.problems.append(f"links the CUDA library {lib}: it was built against CUDA, not ROCm "
-                              "(for a torch extension: a CUDA torch was in the build environment)")
-        if f.info.bundles:
-            have = [t for _, b in f.info.bundles for t in b.targets]
-            for wanted in targets:
-                ok, why = covers(have, wanted)
-                f.coverage[str(wanted)] = why if ok else "missing"
-                if not ok:
-                    f.problems.append(f"{why}; rebuild with --arch including {wanted}")
+        judge_file(f, targets)
     if targets and not found.has_device_code:
         n = len(found.files)
         if found.kind in ("elf", "bundle"):
@@ -206,6 +213,14 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
         for f in matched:
             if not f.info.bundles:
                 f.problems.append(f"carries no device code (it matches {pattern!r}, which must)")
+    if links:
+        linked = [f for f in found.files if any(fnmatch.fnmatch(f.path, p) for p in device_code_in)] \
+            if device_code_in else [f for f in found.files if f.info.bundles]
+        for f in linked:
+            for lib in links:
+                if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed):
+                    f.problems.append(f"does not link {lib} (DT_NEEDED: {', '.join(f.info.needed) or 'none'}): "
+                                      "not a ROCm build of this extension")
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -1,0 +1,165 @@
+"""The target Python's torch, read without importing it: which flavour (ROCm, CUDA, CPU) and which ROCm.
+
+Importing torch is slow, can fail (a CUDA torch on a host without its
+libraries) and may touch the GPU; `torch/version.py` is plain assignments,
+so the probe reads it with `ast` instead. The same probe also reports the
+interpreter's site-packages folders, which `rocbuild doctor` scans.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+from rocbuild.detect.rocm import RocmVersion
+
+# Run by the target python (stdlib only); prints one JSON object.
+PROBE = r"""
+import ast, importlib.util, json, os, site, sys, sysconfig
+out = {"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable, "torch": None}
+dirs = [sysconfig.get_paths().get(k) for k in ("purelib", "platlib")]
+try:
+    dirs += site.getsitepackages()
+except AttributeError:
+    pass
+if site.ENABLE_USER_SITE:
+    dirs.append(site.getusersitepackages())
+seen = []
+for d in dirs:
+    if d and os.path.isdir(d) and os.path.realpath(d) not in [os.path.realpath(s) for s in seen]:
+        seen.append(d)
+out["site_packages"] = seen
+spec = importlib.util.find_spec("torch")
+if spec is not None and spec.submodule_search_locations:
+    root = list(spec.submodule_search_locations)[0]
+    torch = {"path": root, "fields": {}}
+    try:
+        with open(os.path.join(root, "version.py"), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+                torch["fields"][target.id] = value.value
+    except (OSError, SyntaxError, ValueError) as exc:
+        torch["error"] = "%s: %s" % (type(exc).__name__, exc)
+    out["torch"] = torch
+print(json.dumps(out))
+"""
+
+# download.pytorch.org/whl/<name> indexes that carry ROCm builds of torch (torch 2.1 to 2.9).
+TORCH_ROCM_INDEXES = ("5.6", "5.7", "6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0")
+INDEX_URL = "https://download.pytorch.org/whl/rocm{}"
+
+
+@dataclass
+class TorchInfo:
+    path: str
+    version: str | None
+    hip: str | None  # torch.version.hip, e.g. "6.1.40091-a8dbc0c19"
+    cuda: str | None  # torch.version.cuda, e.g. "12.1"
+    error: str | None = None
+
+    @property
+    def flavour(self) -> str:
+        """rocm | cuda | cpu | unknown (version.py unreadable)."""
+        if self.error:
+            return "unknown"
+        if self.hip:
+            return "rocm"
+        if self.cuda:
+            return "cuda"
+        return "cpu"
+
+    @property
+    def rocm_version(self) -> str | None:
+        """The ROCm release torch was built against, major.minor ("6.1")."""
+        for text in (self.hip or "", _local(self.version)):
+            m = re.match(r"^(?:rocm)?(\d+)\.(\d+)", text)
+            if m:
+                return f"{m.group(1)}.{m.group(2)}"
+        return None
+
+    def describe(self) -> str:
+        what = {"rocm": f"a ROCm build (torch.version.hip={self.hip})",
+                "cuda": f"a CUDA build (torch.version.cuda={self.cuda}, torch.version.hip=None)",
+                "cpu": "a CPU-only build (torch.version.hip and torch.version.cuda are None)",
+                "unknown": f"unreadable ({self.error})"}[self.flavour]
+        return f"torch {self.version or '?'} at {self.path} is {what}"
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "version": self.version, "hip": self.hip, "cuda": self.cuda,
+                "flavour": self.flavour, "rocm_version": self.rocm_version, "error": self.error}
+
+
+@dataclass
+class PythonEnv:
+    executable: str
+    version: str
+    site_packages: list[str] = field(default_factory=list)
+    torch: TorchInfo | None = None
+
+
+def _local(version: str | None) -> str:
+    return (version or "").partition("+")[2]
+
+
+def parse_probe(text: str) -> PythonEnv:
+    """The probe's JSON line -> PythonEnv; ValueError when it is not the probe's output."""
+    lines = [line for line in text.strip().splitlines() if line.startswith("{")]
+    if not lines:
+        raise ValueError("no JSON from the probe")
+    data = json.loads(lines[-1])
+    torch = None
+    if data.get("torch"):
+        t = data["torch"]
+        fields = t.get("fields", {})
+
+        def text_field(name: str) -> str | None:
+            value = fields.get(name)
+            return value if isinstance(value, str) and value else None
+
+        torch = TorchInfo(t["path"], text_field("__version__"), text_field("hip"), text_field("cuda"), t.get("error"))
+    return PythonEnv(data["executable"], data["python"], list(data.get("site_packages", [])), torch)
+
+
+def probe_argv(python: str) -> tuple[str, ...]:
+    return (python, "-c", PROBE)
+
+
+def probe_python(python: str) -> PythonEnv | str:
+    """Run the probe; a PythonEnv, or the reason it could not run."""
+    try:
+        # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
+        proc = subprocess.run(probe_argv(python), capture_output=True, text=True, timeout=120, cwd="/",
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run {python}: {exc}"
+    if proc.returncode != 0:
+        return f"{python} failed to run the probe: {proc.stderr.strip()[-500:]}"
+    try:
+        return parse_probe(proc.stdout)
+    except (ValueError, KeyError) as exc:
+        return f"{python} gave no usable answer to the probe ({exc})"
+
+
+def rocm_torch_index(rocm: RocmVersion | None) -> str:
+    """The PyTorch wheel index for a ROCm build matching `rocm`: the newest one not above it,
+    same major; the newest there is when the ROCm release is unknown or older than all."""
+    def key(name: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in name.split("."))
+
+    if rocm is not None:
+        release = (rocm.major, rocm.minor, rocm.micro)
+        same_major = [n for n in TORCH_ROCM_INDEXES if key(n)[0] == rocm.major and key(n) <= release]
+        if same_major:
+            return INDEX_URL.format(max(same_major, key=key))
+    return INDEX_URL.format(TORCH_ROCM_INDEXES[-1])
+
+
+def rocm_torch_install(python: str, rocm: RocmVersion | None) -> str:
+    """The command that replaces the target python's torch with a ROCm build."""
+    return (f"{python} -m pip install --force-reinstall torch torchvision torchaudio "
+            f"--index-url {rocm_torch_index(rocm)}")
