@@ -1,4 +1,4 @@
-"""Command line: rocbuild [build] RECIPE | plan | prepare | verify | detect | recipes.
+"""Command line: rocbuild [build] RECIPE | plan | prepare | verify | doctor | detect | recipes.
 
 Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
 ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted.
@@ -13,7 +13,7 @@ from typing import Sequence
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
 
-COMMANDS = ("build", "plan", "prepare", "verify", "detect", "recipes")
+COMMANDS = ("build", "plan", "prepare", "verify", "doctor", "detect", "recipes")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", help="gfx target(s) that must be covered (default: this machine's GPUs)")
     p.add_argument("--all-files", action="store_true", help="list every ELF file, not only the relevant ones")
     p.add_argument("--json", action="store_true", help="per-file findings as JSON")
+
+    p = sub.add_parser("doctor", help="preflight checks of ROCm, GPUs, device access, torch and installed "
+                                      "extensions; exit 1 when one fails")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--python", metavar="PY", help="the Python whose torch and extensions are checked (default: this one)")
+    p.add_argument("--rocm", metavar="PATH", help="ROCm prefix (default: as for build)")
+    p.add_argument("--sysfs", metavar="ROOT",
+                   help="look at a file tree standing in for / (its sys/, dev/, proc/, etc/group) instead")
+    p.add_argument("--rocminfo", metavar="FILE", help="read this rocminfo output instead of running rocminfo")
 
     p = sub.add_parser("detect", help="show the GPUs, ROCm and python rocbuild finds")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -40,7 +40,8 @@ def make_build_plan(args) -> planning.Plan:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: must be 1 or more")
     detection = detect_archs(args.arch)
-    archs = require_archs(detection)
+    # A tree recipe compiles nothing for a GPU, so it needs no target.
+    archs = detection.archs if recipe.output == "tree" else require_archs(detection)
     rocm = require_rocm(find_rocm(args.rocm))
     python = find_python(args.python)
     host = planning.Host(
@@ -91,6 +92,9 @@ def cmd_build(args) -> int:
         print(wheel)
     if wheels:
         print(f"built {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} into {plan.out}", file=sys.stderr)
+    elif plan.output == "tree" and args.until is None:
+        print(plan.work.src)
+        print(f"done: {plan.recipe.name}'s prepared tree is {plan.work.src}", file=sys.stderr)
     elif not plan.has_wheel_steps and args.until is None:
         print(f"done: the built tree is {plan.work.src}", file=sys.stderr)
     return 0
@@ -116,6 +120,26 @@ def cmd_verify(args) -> int:
     else:
         print(format_verdict(verdict, quiet_files=not args.all_files))
     return 0 if verdict.ok else 1
+
+
+def cmd_doctor(args) -> int:
+    from rocbuild import doctor
+
+    if args.sysfs is not None and not Path(args.sysfs).is_dir():
+        raise UsageError(f"--sysfs {args.sysfs}: no such folder")
+    if args.rocminfo is not None and not Path(args.rocminfo).is_file():
+        raise UsageError(f"--rocminfo {args.rocminfo}: no such file")
+    if args.python is not None:
+        find_python(args.python)  # a missing or broken interpreter is a usage error (exit 2)
+    inputs = doctor.Inputs(root=Path(args.sysfs) if args.sysfs else Path("/"), sysfs_given=args.sysfs is not None,
+                           rocminfo=Path(args.rocminfo) if args.rocminfo else None, rocm=args.rocm,
+                           python=args.python)
+    checks = doctor.run_doctor(inputs)
+    if args.json:
+        _dump(doctor.report_json(checks))
+    else:
+        print(doctor.report_text(checks))
+    return 1 if any(c.status == "fail" for c in checks) else 0
 
 
 def cmd_detect(args) -> int:
@@ -210,7 +234,10 @@ def print_plan(plan: planning.Plan) -> None:
         out("  options: " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                       for k, v in plan.options.items()))
     out(f"  work:   {plan.work.root}")
-    out(f"  wheelhouse: {plan.out}")
+    if plan.output == "tree":
+        out(f"  output: the prepared tree {plan.work.src} (no wheel)")
+    else:
+        out(f"  wheelhouse: {plan.out}")
     req = plan.requirements
     out("requirements (checked before anything runs):")
     out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(req.tools) or '-'}; "
@@ -218,6 +245,9 @@ def print_plan(plan: planning.Plan) -> None:
     if req.python_check_argv:
         out(f"  python modules: {', '.join(req.python_modules)}")
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")
+    if req.torch_check_argv:
+        out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
+        out(f"    argv: {json.dumps(list(req.torch_check_argv))}")
     out("environment (changes for every step):")
     for k, v in plan.base_env.items():
         out(f"  {k}={v}")
@@ -258,7 +288,8 @@ def print_plan(plan: planning.Plan) -> None:
             if step.kind == "code-objects":
                 files = f"; device code required in {', '.join(d['files'])}" if d["files"] else ""
                 cover = f"device code covers {', '.join(d['archs'])}" if d["archs"] else "device code not checked"
-                out(f"     every ELF file: no CUDA library; {cover}{files}")
+                links = f"; those files link {', '.join(d['links'])}" if d.get("links") else ""
+                out(f"     every ELF file: no CUDA library; {cover}{files}{links}")
             elif step.kind == "wheel-contains":
                 out(f"     a wheel member matches {d['glob']}")
             else:

@@ -1,0 +1,83 @@
+"""`rocbuild doctor`: preflight checks that name the cause of a broken ROCm setup and the fix."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocbuild.detect.arch import detect_archs
+from rocbuild.detect.rocm import find_rocm
+from rocbuild.detect.torch import probe_python
+from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
+from rocbuild.doctor.facts import IGPU_ARCHS
+from rocbuild.doctor.model import Check, Identity
+from rocbuild.doctor.pyenv import extension_check, torch_checks
+from rocbuild.errors import HostNotReady
+
+
+@dataclass
+class Inputs:
+    root: Path = Path("/")  # the machine looked at: sys/, dev/, proc/ and etc/group are read under it
+    sysfs_given: bool = False
+    rocminfo: Path | None = None
+    rocm: str | None = None
+    python: str | None = None
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    identity: Identity = field(default_factory=Identity.current)
+
+
+def run_doctor(inputs: Inputs) -> list[Check]:
+    detection = detect_archs(None, rocminfo_file=inputs.rocminfo,
+                             sysfs_root=inputs.root if inputs.sysfs_given else None, environ=inputs.environ)
+    try:
+        rocm, problem = find_rocm(inputs.rocm, inputs.environ), None
+    except HostNotReady as exc:  # ROCM_PATH set to something that is not ROCm: a finding, not a crash
+        rocm, problem = None, exc.message
+    amd_host = bool(detection.gpus) or rocm is not None
+    wsl = is_wsl(inputs.root, inputs.environ if inputs.root == Path("/") else {})
+
+    checks = rocm_checks(rocm, problem, bool(detection.gpus))
+    checks += gpu_checks(detection, rocm)
+    checks += access_checks(inputs.root, inputs.identity, wsl, expect_gpu=bool(detection.gpus))
+    checks.append(wsl_check(wsl))
+
+    python = inputs.python or sys.executable
+    env = probe_python(python)
+    if isinstance(env, str):
+        checks.append(Check("torch", "fail", env, "give a working interpreter with --python PY"))
+        checks += [Check(i, "skip", "the target python could not be probed") for i in ("torch-rocm-version", "extensions")]
+    else:
+        checks += torch_checks(env, rocm, amd_host)
+        checks.append(extension_check(env, _compute_archs(detection.archs), rocm))
+    checks.append(distributed_check(detection, wsl))
+    return checks
+
+
+def _compute_archs(archs: list[str]) -> list[str]:
+    """The GPUs extensions must run on: an iGPU next to a discrete card is hidden, not targeted."""
+    discrete = [a for a in archs if a.split(":")[0] not in IGPU_ARCHS]
+    return discrete or archs
+
+
+def report_json(checks: list[Check]) -> dict:
+    counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail", "skip")}
+    return {"ok": counts["fail"] == 0, "counts": counts, "checks": [c.to_json() for c in checks]}
+
+
+def report_text(checks: list[Check]) -> str:
+    width = max(len(c.id) for c in checks)
+    lines = []
+    for c in checks:
+        head = f"{c.status.upper() if c.status in ('warn', 'fail') else c.status:<5} {c.id:<{width}}  "
+        msg = c.message.splitlines() or [""]
+        lines.append(head + msg[0])
+        lines += [" " * len(head) + m for m in msg[1:]]
+        if c.fix and c.status in ("warn", "fail"):
+            fix = c.fix.splitlines()
+            lines.append(" " * len(head) + "fix: " + fix[0])
+            lines += [" " * (len(head) + 5) + f for f in fix[1:]]
+    counts = report_json(checks)["counts"]
+    lines.append(f"{counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok, {counts['skip']} skipped")
+    return "\n".join(lines)
