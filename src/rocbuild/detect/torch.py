@@ -75,7 +75,9 @@ class TorchInfo:
 
     @property
     def rocm_version(self) -> str | None:
-        """The ROCm release torch was built against, major.minor ("6.1")."""
+        """The ROCm release torch was built against, major.minor ("6.1"); None unless a ROCm build."""
+        if self.flavour != "rocm":
+            return None
         for text in (self.hip or "", _local(self.version)):
             m = re.match(r"^(?:rocm)?(\d+)\.(\d+)", text)
             if m:

@@ -91,7 +91,8 @@ def _shared_objects(site: Path):
         if Path(dirpath) == site:
             dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith("nvidia_")
                            and not d.endswith((".dist-info", ".egg-info"))]
-        for name in filenames:
+        dirnames.sort()
+        for name in sorted(filenames):
             if name.endswith(".so") or ".so." in name:
                 path = Path(dirpath) / name
                 if path.is_file() and not path.is_symlink():

@@ -1,0 +1,201 @@
+"""mamba-ssm, causal-conv1d and gpt-sovits recipes, and doctor on real HIP extensions.
+
+No ROCm torch can be installed here, so the builds themselves are not run:
+plans are checked against stand-in ROCm trees and torches, the torch gate
+against real venvs, and the patch steps against source trees shaped like
+upstream's (the lines the patches match are upstream's own).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_rocm_tree, tree_digest
+from tests.pyenv_trees import EXT_SUFFIX, compile_hip, make_machine, make_venv
+
+S1_LINE = '        strategy=DDPStrategy(process_group_backend="nccl" if platform.system() != "Windows" else "gloo")\n'
+S2_LINE = '        backend="gloo" if os.name == "nt" or not torch.cuda.is_available() else "nccl",\n'
+
+
+def plan_json(cli, *args) -> dict:
+    code, out, err = cli("plan", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("recipe, force, module", [
+    ("mamba-ssm", "MAMBA_FORCE_BUILD", "selective_scan_cuda"),
+    ("causal-conv1d", "CAUSAL_CONV1D_FORCE_BUILD", "causal_conv1d_cuda"),
+])
+def test_plan_builds_against_the_target_torch(cli, tmp_path, rocm61, recipe, force, module):
+    python, _ = make_venv(tmp_path / "venv", "rocm6.1")
+    plan = plan_json(cli, recipe, "--arch", "gfx90a,gfx1100", "--rocm", rocm61, "--python", python)
+    (step,) = plan["steps"]
+    assert step["argv"][:4] == [str(python.absolute()), "-m", "pip", "wheel"]
+    assert "--no-build-isolation" in step["argv"]
+    assert step["env"][force] == "TRUE"
+    assert step["env"]["HIP_ARCHITECTURES"] == "gfx90a,gfx1100"
+    req = plan["requirements"]
+    assert req["torch"] == "rocm" and req["torch_check_argv"][0] == str(python.absolute())
+    assert plan["env"]["ROCM_PATH"] == str(rocm61)
+    assert plan["patches"] == []  # ROCm 6.1 needs no header fix
+    links = next(v for v in plan["verify"] if v["name"] == "kernels-are-rocm")
+    assert links["links"] == ["libamdhip64", "libc10_hip", "libtorch_hip"]
+    assert links["files"] == [f"{module}*.so"]
+
+
+@pytest.mark.parametrize("recipe, pins, ref, commit", [
+    ("mamba-ssm", "current", "v2.3.2.post1", "a14b1dff0454a3bc27d9eb31355dc01e4b2490ec"),
+    ("mamba-ssm", "torch2.4", "v2.2.4", "95d8aba8a8c75aedcaa6143713b11e745e7cd0d9"),
+    ("causal-conv1d", "torch2.4", "v1.5.0.post8", "82867a9d2e6907cc0f637ac6aff318f696838548"),
+])
+def test_pins_option_picks_the_release(cli, tmp_path, rocm61, recipe, pins, ref, commit):
+    plan = plan_json(cli, recipe, "--arch", "gfx90a", "--rocm", rocm61, "--set", f"pins={pins}")
+    assert (plan["source"]["ref"], plan["source"]["commit"]) == (ref, commit)
+
+
+def test_rocm60_header_fix_goes_into_the_tree_never_the_install(cli, tmp_path):
+    rocm60 = make_rocm_tree(tmp_path / "opt", "6.0.2")
+    detail = rocm60 / "include" / "hip" / "amd_detail"
+    detail.mkdir(parents=True)
+    # Shaped like ROCm 6.0's header: functions defined without `inline`, quoted sibling includes.
+    (detail / "amd_hip_bf16.h").write_text(
+        '#include "amd_hip_vector_types.h"\n'
+        "#define __HOST_DEVICE__ __host__ __device__\n"
+        "__HOST_DEVICE__ inline float __bfloat162float(__hip_bfloat16 a) { return 0; }\n"
+        "__HOST_DEVICE__ __hip_bfloat16 __float2bfloat16(float f) { return {}; }\n"
+        "__HOST_DEVICE__ float __low2float(const __hip_bfloat162 a) { return 0; }\n")
+    before = tree_digest(rocm60)
+    src = tmp_path / "mamba"
+    (src / "csrc" / "selective_scan").mkdir(parents=True)
+    (src / "setup.py").write_text("# stand-in\n")
+    plan = plan_json(cli, "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm60)
+    assert [p["kind"] for p in plan["patches"]] == ["copy", "replace", "replace"]
+    code, out, err = cli("prepare", "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm60, "--source-dir", src,
+                         "--work", tmp_path / "work")
+    assert code == 0, err
+    fixed = (Path(out.strip().splitlines()[-1]) / "csrc/selective_scan/hip/amd_detail/amd_hip_bf16.h").read_text()
+    assert fixed.splitlines() == [
+        "#include <hip/amd_detail/amd_hip_vector_types.h>",
+        "#define __HOST_DEVICE__ __host__ __device__",
+        "__HOST_DEVICE__ inline float __bfloat162float(__hip_bfloat16 a) { return 0; }",
+        "__HOST_DEVICE__ static inline __hip_bfloat16 __float2bfloat16(float f) { return {}; }",
+        "__HOST_DEVICE__ static inline float __low2float(const __hip_bfloat162 a) { return 0; }",
+    ]
+    assert tree_digest(rocm60) == before
+
+
+@pytest.mark.parametrize("flavour", ["cuda", "cpu", None])
+def test_non_rocm_torch_stops_the_build_before_compiling(cli, tmp_path, rocm61, flavour):
+    python, site = make_venv(tmp_path / "venv", flavour)
+    for module in ("setuptools", "wheel", "packaging", "ninja"):  # so only the torch gate can refuse
+        (site / module).mkdir(exist_ok=True)
+        (site / module / "__init__.py").write_text("")
+    src = tmp_path / "causal"
+    src.mkdir()
+    (src / "setup.py").write_text("raise SystemExit('must not run')\n")
+    code, out, err = cli("build", "causal-conv1d", "--arch", "gfx90a", "--rocm", rocm61, "--python", python,
+                         "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
+    assert code == 3, err
+    assert "a ROCm torch" in err or "not ROCm" in err
+    assert "--index-url https://download.pytorch.org/whl/rocm6.1" in err
+    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
+
+
+def _sovits_tree(root: Path, s2_line: str = S2_LINE) -> Path:
+    gs = root / "GPT_SoVITS"
+    gs.mkdir(parents=True)
+    (gs / "s1_train.py").write_text(
+        "import os\nimport platform\nimport torch\n\n\ndef trainer(DDPStrategy):\n    return dict(\n"
+        + S1_LINE + "    )\n")
+    for name in ("s2_train.py", "s2_train_v3.py", "s2_train_v3_lora.py"):
+        (gs / name).write_text(
+            "import os\nimport torch\nimport torch.distributed as dist\n\n\ndef run(n_gpus, rank):\n"
+            "    dist.init_process_group(\n" + s2_line
+            + '        init_method="env://?use_libuv=False",\n        world_size=n_gpus,\n        rank=rank,\n    )\n')
+    return root
+
+
+def test_gpt_sovits_tree_is_prepared_twice_and_printed(cli, tmp_path):
+    src = _sovits_tree(tmp_path / "upstream")
+    before = tree_digest(src)
+    for _ in range(2):
+        code, out, err = cli("gpt-sovits", "--source-dir", src, "--work", tmp_path / "work")
+        assert code == 0, err
+        tree = Path(out.strip())
+        assert tree == tmp_path / "work" / "src"
+        assert "prepared tree is" in err and "verify trainers-compile" in err
+    assert tree_digest(src) == before  # the user's tree is never touched
+    s1 = (tree / "GPT_SoVITS/s1_train.py").read_text()
+    assert 'os.environ.get("GPT_SOVITS_DIST_BACKEND") or ("nccl" if platform.system() != "Windows" and not ' \
+           'torch.version.hip else "gloo")' in s1
+    for name in ("s2_train.py", "s2_train_v3.py", "s2_train_v3_lora.py"):
+        text = (tree / "GPT_SoVITS" / name).read_text()
+        assert text.count("GPT_SOVITS_DIST_BACKEND") == 1 and "torch.version.hip" in text
+    code, out, err = cli("prepare", "gpt-sovits", "--source-dir", src, "--work", tmp_path / "work")
+    assert code == 0 and Path(out.strip().splitlines()[-1]) == tree
+
+
+def test_gpt_sovits_patched_backend_choice(cli, tmp_path):
+    """The patched expression picks gloo on ROCm, nccl on CUDA, and the variable wins."""
+    src = _sovits_tree(tmp_path / "upstream")
+    code, out, _ = cli("prepare", "gpt-sovits", "--source-dir", src, "--work", tmp_path / "work")
+    assert code == 0
+    text = (Path(out.strip().splitlines()[-1]) / "GPT_SoVITS/s2_train.py").read_text()
+    expr = next(line for line in text.splitlines() if "backend=" in line).strip()[len("backend="):].rstrip(",")
+
+    class Cuda:
+        @staticmethod
+        def is_available():
+            return True
+
+    def pick(hip, env):
+        torch = type("torch", (), {"cuda": Cuda, "version": type("v", (), {"hip": hip})})
+        os_ = type("os", (), {"name": "posix", "environ": env})
+        return eval(expr, {"torch": torch, "os": os_})
+
+    assert pick("6.1.40091", {}) == "gloo"
+    assert pick(None, {}) == "nccl"
+    assert pick("6.1.40091", {"GPT_SOVITS_DIST_BACKEND": "nccl"}) == "nccl"
+
+
+def test_gpt_sovits_fails_loudly_when_upstream_changed(cli, tmp_path):
+    changed = S2_LINE.replace('"gloo" if os.name == "nt"', '"gloo" if sys.platform == "win32"')
+    src = _sovits_tree(tmp_path / "upstream", changed)
+    code, out, err = cli("prepare", "gpt-sovits", "--source-dir", src, "--work", tmp_path / "work")
+    assert code == 1
+    assert "GPT_SoVITS/s2_train.py has no match" in err and "upstream changed this file" in err
+    assert "gpt-sovits.yaml" in err
+
+
+@pytest.mark.hipcc
+def test_doctor_judges_real_hip_extensions_against_this_hosts_gpus(cli, tmp_path, rocm61):
+    root = make_machine(tmp_path / "root", [100300])  # gfx1030
+    python, site = make_venv(tmp_path / "venv", "rocm6.1")
+    good = compile_hip(site, f"good_ext{EXT_SUFFIX}", ["gfx1030"], tmp_path / "b1")
+    code, out, err = cli("doctor", "--json", "--sysfs", root, "--rocm", rocm61, "--python", python)
+    checks = {c["id"]: c for c in json.loads(out)["checks"]}
+    assert checks["extensions"]["status"] == "ok" and checks["extensions"]["details"]["scanned"] == 1
+    wrong = compile_hip(site, f"hello_hip/_core{EXT_SUFFIX}", ["gfx90a"], tmp_path / "b2")
+    code, out, err = cli("doctor", "--json", "--sysfs", root, "--rocm", rocm61, "--python", python)
+    ext = {c["id"]: c for c in json.loads(out)["checks"]}["extensions"]
+    assert code == 1 and ext["status"] == "fail"
+    assert f"{wrong}: no code object for gfx1030" in ext["message"] and str(good) not in ext["message"]
+    assert ext["fix"].startswith(f"rocbuild hello-hip --python {python} --arch gfx1030")
+
+
+@pytest.mark.hipcc
+def test_links_rule_reads_dt_needed(tmp_path):
+    from rocbuild.verify.check import verify_paths
+
+    folder = tmp_path / "site"
+    compile_hip(folder, f"kern{EXT_SUFFIX}", ["gfx90a"], tmp_path / "b")
+    ok = verify_paths([folder], ["gfx90a"], device_code_in=("kern*.so",), links=("libamdhip64",))
+    assert ok.ok, ok.problems
+    torch_built = verify_paths([folder], ["gfx90a"], device_code_in=("kern*.so",),
+                               links=("libamdhip64", "libc10_hip"))
+    assert not torch_built.ok
+    assert "does not link libc10_hip" in torch_built.problems[0] and "libamdhip64.so" in torch_built.problems[0]

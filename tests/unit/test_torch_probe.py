@@ -1,0 +1,40 @@
+"""Reading torch's flavour from torch/version.py, and the matching ROCm wheel index."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocbuild.detect.rocm import RocmVersion
+from rocbuild.detect.torch import TorchInfo, parse_probe, rocm_torch_index
+
+
+@pytest.mark.parametrize("version, hip, cuda, flavour, rocm", [
+    ("2.4.0+rocm6.1", "6.1.40091-a8dbc0c19", None, "rocm", "6.1"),
+    ("2.6.0+rocm6.2.4", None, None, "cpu", None),  # a version label alone does not make a ROCm build
+    ("2.4.0+cu121", None, "12.1", "cuda", None),
+    ("2.4.0", None, None, "cpu", None),
+])
+def test_flavour_and_rocm_release(version, hip, cuda, flavour, rocm):
+    info = TorchInfo("/site/torch", version, hip, cuda)
+    assert info.flavour == flavour
+    assert info.rocm_version == rocm
+
+
+def test_probe_output_with_noise_before_it():
+    line = json.dumps({"python": "3.11", "executable": "/v/bin/python", "site_packages": ["/v/site"],
+                       "torch": {"path": "/v/site/torch", "fields": {"__version__": "2.5.1+rocm6.2",
+                                                                      "hip": "6.2.41133-dd7f95766", "cuda": None}}})
+    env = parse_probe("sitecustomize says hello\n" + line + "\n")
+    assert env.torch.flavour == "rocm" and env.torch.rocm_version == "6.2" and env.site_packages == ["/v/site"]
+    with pytest.raises(ValueError):
+        parse_probe("Traceback (most recent call last):\n")
+
+
+@pytest.mark.parametrize("rocm, index", [
+    ("6.1.2", "rocm6.1"), ("6.2.0", "rocm6.2"), ("6.2.4", "rocm6.2.4"), ("6.4.1", "rocm6.4"),
+    ("7.1.0", "rocm7.0"), ("5.7.1", "rocm5.7"), ("5.2", "rocm7.0"),
+])
+def test_index_is_the_newest_not_above_the_system_release(rocm, index):
+    assert rocm_torch_index(RocmVersion(rocm)).endswith("/" + index)
