@@ -131,7 +131,7 @@ def cmd_doctor(args) -> int:
         raise UsageError(f"--rocminfo {args.rocminfo}: no such file")
     if args.python is not None:
         find_python(args.python)  # a missing or broken interpreter is a usage error (exit 2)
-    inputs = doctor.Inputs(root=Path(args.sysfs) if args.sysfs else Path("/"), sysfs_given=args.sysfs is not None,
+    inputs = doctor.Inputs(root=Path(args.sysfs) if args.sysfs else None,
                            rocminfo=Path(args.rocminfo) if args.rocminfo else None, rocm=args.rocm,
                            python=args.python)
     checks = doctor.run_doctor(inputs)

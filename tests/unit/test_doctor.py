@@ -164,7 +164,7 @@ def test_gpu_without_device_nodes_fails_with_container_flags(cli, tmp_path, rocm
 ])
 def test_device_access_is_judged_for_the_user(tmp_path, rocm61, rocm_venv, who, kfd, groups):
     root = make_machine(tmp_path / "root", [GFX1030])
-    checks = {c.id: c for c in run_doctor(Inputs(root=root, sysfs_given=True, rocm=str(rocm61),
+    checks = {c.id: c for c in run_doctor(Inputs(root=root, rocm=str(rocm61),
                                                   python=str(rocm_venv[0]), environ={}, identity=who))}
     assert checks["dev-kfd"].status == kfd
     assert checks["groups"].status == groups

@@ -7,20 +7,19 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.detect.arch import detect_archs
+from rocbuild.detect.arch import base_gfx, detect_archs
 from rocbuild.detect.rocm import find_rocm
 from rocbuild.detect.torch import probe_python
 from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
 from rocbuild.doctor.facts import IGPU_ARCHS
-from rocbuild.doctor.model import Check, Identity
+from rocbuild.doctor.model import STATUSES, Check, Identity
 from rocbuild.doctor.pyenv import extension_check, torch_checks
 from rocbuild.errors import HostNotReady
 
 
 @dataclass
 class Inputs:
-    root: Path = Path("/")  # the machine looked at: sys/, dev/, proc/ and etc/group are read under it
-    sysfs_given: bool = False
+    root: Path | None = None  # a tree standing in for / (its sys/, dev/, proc/, etc/group); None: this machine
     rocminfo: Path | None = None
     rocm: str | None = None
     python: str | None = None
@@ -29,18 +28,18 @@ class Inputs:
 
 
 def run_doctor(inputs: Inputs) -> list[Check]:
-    detection = detect_archs(None, rocminfo_file=inputs.rocminfo,
-                             sysfs_root=inputs.root if inputs.sysfs_given else None, environ=inputs.environ)
+    machine = inputs.root or Path("/")
+    detection = detect_archs(None, rocminfo_file=inputs.rocminfo, sysfs_root=inputs.root, environ=inputs.environ)
     try:
         rocm, problem = find_rocm(inputs.rocm, inputs.environ), None
     except HostNotReady as exc:  # ROCM_PATH set to something that is not ROCm: a finding, not a crash
         rocm, problem = None, exc.message
     amd_host = bool(detection.gpus) or rocm is not None
-    wsl = is_wsl(inputs.root, inputs.environ if inputs.root == Path("/") else {})
+    wsl = is_wsl(machine, {} if inputs.root else inputs.environ)
 
     checks = rocm_checks(rocm, problem, bool(detection.gpus))
     checks += gpu_checks(detection, rocm)
-    checks += access_checks(inputs.root, inputs.identity, wsl, expect_gpu=bool(detection.gpus))
+    checks += access_checks(machine, inputs.identity, wsl, expect_gpu=bool(detection.gpus))
     checks.append(wsl_check(wsl))
 
     python = inputs.python or sys.executable
@@ -50,19 +49,23 @@ def run_doctor(inputs: Inputs) -> list[Check]:
         checks += [Check(i, "skip", "the target python could not be probed") for i in ("torch-rocm-version", "extensions")]
     else:
         checks += torch_checks(env, rocm, amd_host)
-        checks.append(extension_check(env, _compute_archs(detection.archs), rocm))
+        checks.append(extension_check(env, _extension_targets(detection.archs), rocm))
     checks.append(distributed_check(detection, wsl))
     return checks
 
 
-def _compute_archs(archs: list[str]) -> list[str]:
+def _extension_targets(archs: list[str]) -> list[str]:
     """The GPUs extensions must run on: an iGPU next to a discrete card is hidden, not targeted."""
-    discrete = [a for a in archs if a.split(":")[0] not in IGPU_ARCHS]
+    discrete = [a for a in archs if base_gfx(a) not in IGPU_ARCHS]
     return discrete or archs
 
 
+def _counts(checks: list[Check]) -> dict[str, int]:
+    return {s: sum(1 for c in checks if c.status == s) for s in STATUSES}
+
+
 def report_json(checks: list[Check]) -> dict:
-    counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail", "skip")}
+    counts = _counts(checks)
     return {"ok": counts["fail"] == 0, "counts": counts, "checks": [c.to_json() for c in checks]}
 
 
@@ -78,6 +81,6 @@ def report_text(checks: list[Check]) -> str:
             fix = c.fix.splitlines()
             lines.append(" " * len(head) + "fix: " + fix[0])
             lines += [" " * (len(head) + 5) + f for f in fix[1:]]
-    counts = report_json(checks)["counts"]
+    counts = _counts(checks)
     lines.append(f"{counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok, {counts['skip']} skipped")
     return "\n".join(lines)

@@ -206,6 +206,7 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
         found.problems.append(
             f"{what}, but {', '.join(map(str, targets))} requested: a CPU-only build "
             "(was the HIP/ROCm backend of the project enabled?)")
+    named: list[FileFindings] = []  # files the globs name, in the order found
     for pattern in device_code_in:
         matched = [f for f in found.files if fnmatch.fnmatch(f.path, pattern)]
         if not matched:
@@ -213,9 +214,10 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
         for f in matched:
             if not f.info.bundles:
                 f.problems.append(f"carries no device code (it matches {pattern!r}, which must)")
+            if f not in named:
+                named.append(f)
     if links:
-        linked = [f for f in found.files if any(fnmatch.fnmatch(f.path, p) for p in device_code_in)] \
-            if device_code_in else [f for f in found.files if f.info.bundles]
+        linked = named if device_code_in else [f for f in found.files if f.info.bundles]
         for f in linked:
             for lib in links:
                 if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed):
