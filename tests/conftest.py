@@ -107,6 +107,7 @@ class Cli:
 def cli(capsys, tmp_path, monkeypatch) -> Cli:
     # Keep every test's caches (mirrors, work trees) private to it.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))  # registered recipe sources
     monkeypatch.delenv("ROCBUILD_RECIPES", raising=False)
     monkeypatch.delenv("HSA_OVERRIDE_GFX_VERSION", raising=False)
     return Cli(capsys)

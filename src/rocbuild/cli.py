@@ -1,4 +1,5 @@
-"""Command line: rocbuild [build] RECIPE | plan | prepare | verify | doctor | detect | recipes.
+"""Command line: rocbuild [build] RECIPE | plan | prepare | lock | verify | doctor | detect | recipes | cache
+| index | ci.
 
 Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
 ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted.
@@ -13,7 +14,7 @@ from typing import Sequence
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
 
-COMMANDS = ("build", "plan", "prepare", "verify", "doctor", "detect", "recipes")
+COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build a recipe into a verified wheel")
     _common(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing (same as `plan`)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build even when the build cache holds a wheel for these inputs (and do not store one)")
+    p.add_argument("--locked", action="store_true",
+                   help="refuse to build unless recipe, patches, options and source commit match RECIPE.lock")
     p.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
 
     p = sub.add_parser("plan", help="print every step after rendering; runs nothing")
@@ -56,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("prepare", help="fetch and patch only; prints the tree's path last")
+    _common(p)
+
+    p = sub.add_parser("lock", help="write RECIPE.lock beside the recipe: source commit, sha256 of recipe "
+                                    "and patches (`build --locked` holds a build to it)")
     _common(p)
 
     p = sub.add_parser("verify", help="check wheels or libraries: device code per arch, no CUDA libraries")
@@ -81,11 +90,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rocm", metavar="PATH")
     p.add_argument("--python", metavar="PY")
 
-    p = sub.add_parser("recipes", help="list, show or lint recipes")
-    p.add_argument("action", nargs="?", default="list", choices=("list", "show", "lint"))
-    p.add_argument("names", nargs="*", help="show: a recipe name; lint: recipe files")
+    p = sub.add_parser("recipes", help="list, show, lint or create recipes; add, update or remove recipe sources")
+    p.add_argument("action", nargs="?", default="list",
+                   choices=("list", "show", "lint", "new", "add", "update", "remove", "sources"))
+    p.add_argument("names", nargs="*", help="show/new: a recipe name; lint: recipe files; add: a git URL or "
+                                            "folder; update/remove: source names")
     p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
-    p.add_argument("--json", action="store_true", help="machine-readable output (list)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (list, sources)")
+    p.add_argument("--ref", help="add: the branch, tag or commit of the recipe repository (default: its HEAD)")
+    p.add_argument("--name", help="add: the source's name (default: from the URL or folder)")
+    p.add_argument("-o", "--output", metavar="FILE", help="new: where to write (default: ./NAME.yaml)")
+
+    p = sub.add_parser("cache", help="the build cache: list entries, prune them, or print the cache folder")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "prune", "path"))
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: only entries unused for DAYS days")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("index", help="write a PEP 503 simple index (WHEELHOUSE/simple) over a folder of wheels")
+    p.add_argument("wheelhouse", metavar="WHEELHOUSE")
+    p.add_argument("-o", "--output", metavar="DIR", help="where the index goes (default: WHEELHOUSE/simple)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("ci", help="CI at scale: a GitHub Actions workflow, or the build matrix as JSON")
+    p.add_argument("target", choices=("github", "matrix"))
+    p.add_argument("--recipes", metavar="A,B", required=True, help="the recipes to build, comma-separated")
+    p.add_argument("--arch", help="gfx targets (default: those each ROCm release supports officially)")
+    p.add_argument("--rocm", metavar="X.Y,...", help="ROCm releases (default: 6.2)")
+    p.add_argument("--python", metavar="3.X,...", help="python versions (default: 3.11)")
+    p.add_argument("--split-arch", action="store_true", help="one job per arch instead of one fat build")
+    p.add_argument("--container", metavar="IMAGE", help="build container, {rocm} is the release "
+                                                      "(default: rocm/dev-ubuntu-22.04:{rocm}, 24.04 from ROCm 7)")
+    p.add_argument("--install", metavar="SPEC", help="pip requirement that installs rocbuild in the jobs "
+                                                     "(default: rocbuild==THIS VERSION)")
+    p.add_argument("--pages", action="store_true", help="also deploy the index to GitHub Pages (from main)")
+    p.add_argument("-o", "--output", metavar="FILE", help="github: write the workflow here (default: stdout)")
+    p.add_argument("--json", action="store_true", help="matrix: JSON (the default and only form)")
     return parser
 
 

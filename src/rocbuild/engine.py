@@ -24,14 +24,17 @@ from typing import Iterator
 from packaging.specifiers import SpecifierSet
 
 from rocbuild import __version__
+from rocbuild.buildcache import BuildCache, Entry, cache_inputs, cache_key
 from rocbuild.detect.torch import parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, StepFailed, UsageError
+from rocbuild.lock import check_locked_source
 from rocbuild.plan import Plan, Step
 from rocbuild.progress import Progress
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.steps.patch import apply_patch
 from rocbuild.verify.check import Verdict, verify_paths
+from rocbuild.verify.install import install_wheels
 from rocbuild.verify.text import format_verdict
 from rocbuild.wheels import copy_atomically, file_sha256, rewrite_wheel, update_manifest
 
@@ -44,12 +47,17 @@ def fingerprint(previous: str, identity: object) -> str:
 
 
 class Engine:
-    def __init__(self, plan: Plan, runner: Runner, progress: Progress):
+    def __init__(self, plan: Plan, runner: Runner, progress: Progress, *, cache: BuildCache | None = None,
+                 locked: dict | None = None):
         self.plan = plan
         self.runner = runner
         self.progress = progress
         self.work = plan.work
+        self.cache = cache  # None: neither use nor fill the build cache
+        self.locked = locked  # a lock file's contents the build must match (build --locked)
         self.source_identity: str | None = None  # resolved commit, or the fingerprint of a source folder
+        self.downloaded = False
+        self.cache_hit: str | None = None  # the build cache key when the wheels came from the cache
 
     # -- public entry points ------------------------------------------------
 
@@ -70,9 +78,18 @@ class Engine:
         self.check_until(until)
         with self._locked(clean):
             self.check_requirements()
+            identity = self.resolve_source()
+            key = inputs = None
+            if self.cache is not None and self.plan.has_wheel_steps and self.plan.cache_basis is not None:
+                inputs = cache_inputs(self.plan.cache_basis, identity, os.environ)
+                key = cache_key(inputs)
+                hit = self.cache.lookup(key) if until is None else None
+                if hit is not None:
+                    return self._from_cache(hit)
             previous = self._prepare()
             if until == "prepare":
                 return []
+            self._ccache_links()
             for index, step in enumerate(self.plan.steps, start=1):
                 previous = self._run_step(index, step, previous)
                 if step.name == until:
@@ -80,7 +97,41 @@ class Engine:
                     return []
             provenance = self._finalize(self._collect())
             verdict = self._verify(list(provenance))
-            return self._publish(provenance, verdict)
+            placed = self._publish(provenance, verdict, key)
+            if key is not None and provenance:
+                entry = self.cache.store(key, provenance, self._cache_about(), inputs)
+                self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+            return placed
+
+    def _from_cache(self, entry: Entry) -> list[Path]:
+        """An unchanged build: the wheels of the earlier one, verified again, no build step run."""
+        self.cache_hit = entry.key
+        started = self.progress.start("build cache", f"hit {entry.key[:16]} (built {entry.data['created']}Z)")
+        shutil.rmtree(self.work.final, ignore_errors=True)
+        self.work.final.mkdir(parents=True)
+        provenance = {copy_atomically(w.path, self.work.final / w.path.name): w.provenance for w in entry.wheels}
+        self.progress.done("build cache", started, "inputs unchanged: no build step runs, "
+                           "the cached wheel is verified again")
+        verdict = self._verify(list(provenance))
+        return self._publish(provenance, verdict, entry.key, from_cache=True)
+
+    def _cache_about(self) -> dict:
+        host = self.plan.host
+        return {"recipe": self.plan.recipe.name, "version": self.plan.recipe.version, "archs": list(host.archs),
+                "rocm": str(host.rocm.version) if host.rocm.version else None, "python": host.python.version}
+
+    def _ccache_links(self) -> None:
+        """ccache's masquerade folder: `hipcc` there is ccache, which then runs the next hipcc on PATH."""
+        folder, ccache = self.plan.ccache_bin, self.plan.host.ccache
+        if folder is None or ccache is None:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        link = folder / "hipcc"
+        if not (link.is_symlink() and os.readlink(link) == ccache):
+            tmp = folder / f".hipcc-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(ccache)
+            os.replace(tmp, link)
 
     # -- requirements -------------------------------------------------------
 
@@ -138,17 +189,28 @@ class Engine:
 
     # -- prepare ------------------------------------------------------------
 
+    def resolve_source(self) -> str:
+        """The resolved commit (through the mirror) or the content fingerprint of the source folder."""
+        if self.source_identity is not None:
+            return self.source_identity
+        plan = self.plan
+        if plan.source.kind == "git":
+            identity, self.downloaded = resolve_git(plan.source, self.progress.say)
+        else:
+            if not Path(plan.source.directory).is_dir():
+                raise UsageError(f"source folder {plan.source.directory} does not exist or is not a folder")
+            identity = tree_fingerprint(Path(plan.source.directory))
+        if self.locked is not None:
+            check_locked_source(self.locked, plan, identity)
+        self.source_identity = identity
+        return identity
+
     def _prepare(self) -> str:
         plan = self.plan
         started = self.progress.start("prepare", _source_label(plan))
         log = self._log_path(0, "prepare", fresh=False)
-        if plan.source.kind == "git":
-            identity, downloaded = resolve_git(plan.source, self.progress.say)
-        else:
-            if not Path(plan.source.directory).is_dir():
-                raise UsageError(f"source folder {plan.source.directory} does not exist or is not a folder")
-            identity, downloaded = tree_fingerprint(Path(plan.source.directory)), False
-        self.source_identity = identity
+        identity = self.resolve_source()
+        downloaded = self.downloaded
         fp = fingerprint(identity, plan.prepare_identity())
         stamp = self.work.stamps / "prepare.json"
         if self._stamp_matches(stamp, fp) and self.work.src.is_dir():
@@ -239,9 +301,9 @@ class Engine:
             "rocbuild": __version__,
             "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "recipe": {"name": plan.recipe.name, "version": plan.recipe.version, "path": str(plan.recipe.path),
-                       "sha256": hashlib.sha256(plan.recipe.text.encode()).hexdigest()},
+                       "sha256": plan.recipe.digest},
             "source": source,
-            "patches": [_patch_record(p) for p in plan.patches],
+            "patches": [p.record() for p in plan.patches],
             "options": plan.options,
             "archs": list(host.archs),
             "rocm": {"version": str(rocm.version) if rocm.version else None, "path": str(rocm.path),
@@ -311,10 +373,9 @@ class Engine:
         if not wheels:
             return env
         site = self.work.verify / "site"
-        argv = self.plan.verify_install_argv([str(w) for w in wheels])
-        result = self.runner.run(argv, cwd=str(self.work.root), env=env, log=log)
-        if result.exit_code != 0:
-            raise StepFailed("cannot install the built wheel(s) for verification", hint=_tail(log))
+        install_wheels(wheels, site, self.plan.host.python.executable)
+        with open(log, "a") as fh:
+            fh.write(f"installed {', '.join(w.name for w in wheels)} into {site}\n")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
         env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
         return env
@@ -334,7 +395,8 @@ class Engine:
             )
         self.progress.done(label, started)
 
-    def _publish(self, provenance: dict[Path, dict], verdict: Verdict | None) -> list[Path]:
+    def _publish(self, provenance: dict[Path, dict], verdict: Verdict | None, key: str | None = None,
+                 from_cache: bool = False) -> list[Path]:
         """Copy verified wheels into the wheelhouse (never visible half-written) and record
         them in its manifest."""
         if not provenance:
@@ -345,7 +407,8 @@ class Engine:
         for wheel, record in provenance.items():
             placed.append(copy_atomically(wheel, out / wheel.name))
             entries[wheel.name] = {"sha256": file_sha256(wheel), "size": wheel.stat().st_size,
-                                   "provenance": record, "verify": _summary(verdict, wheel)}
+                                   "provenance": record, "verify": _summary(verdict, wheel),
+                                   "build_cache": {"key": key, "hit": from_cache} if key else None}
         update_manifest(out, entries)
         return placed
 
@@ -386,14 +449,6 @@ class Engine:
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
         os.replace(tmp, stamp)
-
-
-def _patch_record(action) -> dict:
-    p = action.params
-    if action.kind == "diff":
-        return {"kind": "diff", "name": p["name"], "sha256": p["sha256"]}
-    digest = hashlib.sha256(json.dumps(p, sort_keys=True).encode()).hexdigest()
-    return {"kind": action.kind, "sha256": digest, "where": action.where}
 
 
 def _summary(verdict: Verdict | None, wheel: Path) -> dict | None:

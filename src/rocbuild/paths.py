@@ -15,6 +15,11 @@ def cache_root() -> Path:
     return Path(base) / "rocbuild"
 
 
+def config_root() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rocbuild"
+
+
 def mirror_path(url: str, root: Path | None = None) -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", url.rstrip("/").split("/")[-1].removesuffix(".git"))[:40] or "repo"
     digest = hashlib.sha256(url.encode()).hexdigest()[:12]

@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.paths import WorkDirs, mirror_path
+from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.lookup import patch_dirs_for
 from rocbuild.recipe.load import SHA_RE
 from rocbuild.recipe.model import Recipe
@@ -47,6 +48,7 @@ class Host:
     jobs: int
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in effect, recorded with the build
     gpu: GpuAccess = GpuAccess(False, "not checked")  # decides whether verify `import:` entries run
+    ccache: str | None = None  # ccache's path when it is installed: compilers are launched through it
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,14 @@ class PatchAction:
             return f"copy {p['from']} to {p['to']} (in the tree; the original is only read)"
         return f"link {p['from']} into {p['into']}/ (replacing existing links)"
 
+    def record(self) -> dict[str, Any]:
+        """What identifies this patch in provenance and lock files: a diff by its file's sha256."""
+        p = self.params
+        if self.kind == "diff":
+            return {"kind": "diff", "name": p["name"], "sha256": p["sha256"]}
+        digest = hashlib.sha256(json.dumps(p, sort_keys=True).encode()).hexdigest()
+        return {"kind": self.kind, "sha256": digest, "where": self.where}
+
 
 @dataclass(frozen=True)
 class Step:
@@ -140,6 +150,14 @@ class Plan:
     steps: tuple[Step, ...]
     verify: tuple[Step, ...]
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
+    cache_basis: dict[str, Any] | None = None  # the rendered recipe as the build cache key sees it
+
+    @property
+    def ccache_bin(self) -> Path | None:
+        """The folder put first on PATH where `hipcc` is a link to ccache (ccache's masquerade mode)."""
+        if not self.host.ccache or "CCACHE_DIR" not in self.base_env:
+            return None
+        return Path(self.base_env["CCACHE_DIR"]) / "bin"
 
     @property
     def output(self) -> str:
@@ -148,11 +166,6 @@ class Plan:
     @property
     def has_wheel_steps(self) -> bool:
         return any(s.kind == "wheel" for s in self.steps)
-
-    def verify_install_argv(self, wheels: list[str]) -> tuple[str, ...]:
-        """Installs built wheels into a scratch folder for `import:` and `command:` checks."""
-        return (self.host.python.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
-                "--disable-pip-version-check", "--target", str(self.work.verify / "site"), *wheels)
 
     def prepare_identity(self) -> dict[str, Any]:
         return {"source": asdict(self.source), "patches": [asdict(p) for p in self.patches]}
@@ -228,6 +241,9 @@ def make_plan(
         path = os.environ.get("PATH", "")
         if rocm_bin not in path.split(os.pathsep):
             base_env["PATH"] = rocm_bin + os.pathsep + path
+    if host.ccache:
+        base_env.update(_ccache_env(host.ccache, (cache or cache_root()) / "ccache", work,
+                                    base_env.get("PATH", os.environ.get("PATH", ""))))
     for name, cond in recipe.env:
         if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
@@ -268,6 +284,38 @@ def make_plan(
     verify += [_verify_step(e, r, host, work) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
                 tuple(steps), tuple(verify), _local_label(recipe, host, r, local_version))
+
+
+def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dict[str, str]:
+    """CMake (steps and build backends alike) reads the launcher variables from the environment;
+    a `hipcc` called by name from make, setup.py or a script finds the masquerade link first."""
+    env = {"CCACHE_DIR": str(ccache_dir), "CCACHE_BASEDIR": str(work.root),
+           "PATH": str(ccache_dir / "bin") + os.pathsep + path}
+    for lang in ("C", "CXX", "HIP"):
+        env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = ccache
+    return env
+
+
+# Where the canonical plan behind a cache key pretends to work: no real folder, the same everywhere.
+CANONICAL_ROOT = Path("/rocbuild-canonical")
+
+
+def cache_basis(recipe: Recipe, host: Host, options: dict[str, Any], *, ref: str | None = None,
+                source_dir: Path | None = None, local_version: str | None = None) -> dict[str, Any]:
+    """The plan rendered with everything that only says where or how fast a build runs held fixed
+    (work folder, job count, ccache, GPU access, PATH, file locations), for the build cache key."""
+    canonical = make_plan(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
+                          WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
+                          source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version)
+    data = canonical.to_json()
+    for key in ("work", "out", "jobs", "gpu"):
+        data.pop(key)
+    data["recipe"].pop("path")
+    data["env"].pop("PATH", None)
+    for patch in data["patches"]:
+        for key in ("path", "argv", "check_argv"):
+            patch.pop(key, None)
+    return data
 
 
 def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
@@ -339,7 +387,8 @@ def _patch(recipe: Recipe, entry, r: Renderer) -> PatchAction:
     key = f"{entry.pos.key}.{entry.kind}"
     where = entry.pos.describe()
     if entry.kind == "diff":
-        path = next((d / entry.body for d in patch_dirs_for(recipe.path) if (d / entry.body).is_file()), None)
+        dirs = recipe.patch_dirs or patch_dirs_for(recipe.path)
+        path = next((d / entry.body for d in dirs if (d / entry.body).is_file()), None)
         if path is None:  # the loader checked; the file went away since
             raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
                               column=entry.pos.column, key=key, value=entry.body)

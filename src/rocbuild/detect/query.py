@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+
+from rocbuild.paths import cache_root
 
 
 def query(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60) -> str | None:
@@ -17,3 +21,37 @@ def query(argv: list[str], env: dict[str, str] | None = None, timeout: float = 6
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None
+
+
+def remembered_query(argv: list[str], env: dict[str, str]) -> str | None:
+    """query(), remembered in the cache while the tool's file and HIP/ROCm variables stay the same.
+
+    Distro layouts answer version questions only through hipcc/hipconfig, Perl
+    scripts that take ~0.1 s each; a cached build should not pay that each time."""
+    tool = shutil.which(argv[0], path=env.get("PATH"))
+    if tool is None:
+        return None
+    try:
+        st = os.stat(tool)
+    except OSError:
+        return query(argv, env)
+    key = json.dumps([argv, os.path.realpath(tool), st.st_size, st.st_mtime_ns,
+                      sorted((k, v) for k, v in env.items() if k.startswith(("HIP_", "ROCM_", "HSA_")))])
+    store = cache_root() / "probes.json"
+    try:
+        known = json.loads(store.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
+    out = query(argv, env)
+    if out is not None:
+        known[key] = out
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            tmp = store.with_name(f"probes.json.tmp-{os.getpid()}")
+            tmp.write_text(json.dumps(known))
+            os.replace(tmp, store)
+        except OSError:
+            pass  # a read-only cache only costs time
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from rocbuild.detect.query import query
+from rocbuild.detect.query import remembered_query
 from rocbuild.errors import HostNotReady, UsageError
 
 
@@ -251,4 +251,4 @@ def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> 
 
 def _probe(argv: list[str], environ: dict[str, str]) -> str | None:
     # hipcc and hipconfig pick the NVIDIA platform when they also see nvcc.
-    return query(argv, dict(environ, HIP_PLATFORM="amd"))
+    return remembered_query(argv, dict(environ, HIP_PLATFORM="amd"))

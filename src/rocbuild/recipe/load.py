@@ -28,6 +28,7 @@ from rocbuild.recipe.model import (
     Requires,
     Source,
 )
+from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
 from rocbuild.wheels import LOCAL_LABEL_RE
 
@@ -40,6 +41,7 @@ TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
     "source": True, "requires": False, "options": False, "env": False,
     "patches": False, "steps": False, "verify": False, "local-version": False, "output": False,
+    "extends": False,
 }
 OUTPUTS = ("wheel", "tree")
 TREE_VERIFY_KINDS = ("command",)
@@ -85,21 +87,90 @@ class _Loader:
     def __init__(self, text: str, path: Path):
         self.text = text
         self.path = path
-        self.lines = text.splitlines()
+        self.texts = {str(path): text}  # every file read: this recipe and the ones it extends
+        self.bases: list[tuple[Path, str]] = []
 
     # -- errors -------------------------------------------------------------
 
     def error(self, message: str, key: str | None, mark: Mark | None, **extra: Any) -> RecipeError:
         line = mark.line if mark else None
         column = mark.column if mark else None
-        source_line = self.lines[line - 1] if line and 0 < line <= len(self.lines) else None
+        file = (mark.file if mark else None) or str(self.path)
+        lines = self.texts.get(file, "").splitlines()
+        source_line = lines[line - 1] if line and 0 < line <= len(lines) else None
         return RecipeError(
-            message, file=str(self.path), line=line, column=column, key=key,
+            message, file=file, line=line, column=column, key=key,
             source_line=source_line, **extra,
         )
 
     def pos(self, key: str, mark: Mark) -> Position:
-        return Position(str(self.path), mark.line, mark.column, key)
+        return Position(mark.file or str(self.path), mark.line, mark.column, key)
+
+    # -- extends ------------------------------------------------------------
+
+    def parse(self, text: str, path: Path) -> Any:
+        try:
+            return compose(text, str(path))
+        except DuplicateKey as dup:
+            raise self.error(f"duplicate key (first given at line {dup.first.line})", dup.key, dup.mark,
+                             value=dup.key, accepted="each key once per mapping") from None
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            m = Mark(mark.line + 1, mark.column + 1, str(path)) if mark else Mark(1, 1, str(path))
+            raise self.error(f"invalid YAML: {exc.problem or exc.context}", None, m) from None
+        except yaml.YAMLError as exc:
+            raise self.error(f"invalid YAML: {exc}", None, Mark(1, 1, str(path))) from None
+
+    def extend(self, data: YMap, chain: list[Path]) -> YMap:
+        """Follow `extends:` down to a recipe that extends nothing, merging on the way back."""
+        if "extends" not in data:
+            return data
+        mark = data.value_marks["extends"]
+        name = self.string(data["extends"], "extends", mark)
+        base_path = self.find_base(name, chain[-1], mark)
+        if base_path.resolve() in [p.resolve() for p in chain]:
+            cycle = " -> ".join(p.name for p in chain + [base_path])
+            raise self.error("recipes extend each other in a circle", "extends", mark, value=name,
+                             accepted=f"a recipe that does not lead back here ({cycle})")
+        try:
+            text = base_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self.error(f"cannot read the recipe it extends: {exc}", "extends", mark, value=name) from None
+        self.texts[str(base_path)] = text
+        self.bases.append((base_path, text))
+        base = self.parse(text, base_path)
+        if not isinstance(base, YMap):
+            raise self.error("the recipe it extends is not a YAML mapping", "extends", mark, value=name)
+        base = self.extend(base, chain + [base_path])
+        child = YMap(data)
+        child.mark, child.key_marks, child.value_marks = data.mark, dict(data.key_marks), dict(data.value_marks)
+        del child["extends"]
+        try:
+            return merge(base, child)
+        except MergeError as exc:
+            raise self.error(exc.message, exc.key, exc.mark, accepted=exc.accepted) from None
+
+    def find_base(self, name: str, beside: Path, mark: Mark) -> Path:
+        """A path (relative to the extending file), a recipe of the same folder, or any known recipe."""
+        from rocbuild.errors import UsageError
+        from rocbuild.recipe.lookup import RECIPE_SUFFIXES, resolve
+
+        if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
+            path = beside.parent / name
+            if path.is_file():
+                return path
+            raise self.error("the recipe it extends is not there", "extends", mark, value=name,
+                             accepted=f"a recipe file (looked for {path})")
+        for suffix in RECIPE_SUFFIXES:
+            if (beside.parent / (name + suffix)).is_file():
+                return beside.parent / (name + suffix)
+        try:
+            return resolve(name).path
+        except UsageError as exc:
+            raise self.error(f"no recipe named {name!r} to extend", "extends", mark, value=name,
+                             accepted="a recipe name (`rocbuild recipes`) or a path to a .yaml file",
+                             suggestion=exc.hint.split("\n")[0] if exc.hint and "did you mean" in exc.hint
+                             else None) from None
 
     # -- generic shape checks -----------------------------------------------
 
@@ -231,20 +302,11 @@ class _Loader:
     # -- sections -----------------------------------------------------------
 
     def load(self) -> Recipe:
-        try:
-            data = compose(self.text)
-        except DuplicateKey as dup:
-            raise self.error(f"duplicate key (first given at line {dup.first.line})", dup.key, dup.mark,
-                             value=dup.key, accepted="each key once per mapping") from None
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            m = Mark(mark.line + 1, mark.column + 1) if mark else None
-            raise self.error(f"invalid YAML: {exc.problem or exc.context}", None, m) from None
-        except yaml.YAMLError as exc:
-            raise self.error(f"invalid YAML: {exc}", None, None) from None
+        data = self.parse(self.text, self.path)
         if not isinstance(data, YMap):
             raise self.error("a recipe is a YAML mapping", None, Mark(1, 1), value=_show(data),
                              accepted="keys " + ", ".join(TOP_KEYS))
+        data = self.extend(data, [self.path])
         top = self.mapping(data, "", data.mark, TOP_KEYS)
         vm = top.value_marks
 
@@ -293,6 +355,8 @@ class _Loader:
             verify=verify,
             local_version=self.local_version(top, vm),
             output=output,
+            bases=tuple(self.bases),
+            patch_dirs=tuple(self.patch_dirs()),
         )
 
     def output(self, top: YMap, vm: dict) -> str:
@@ -337,12 +401,20 @@ class _Loader:
         ref = self.tstring(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
         return Source(
             git=self.string(src["git"], "source.git", vm["git"]) if "git" in src else None,
-            path=self.string(src["path"], "source.path", vm["path"]) if "path" in src else None,
+            path=self.source_path(src, vm) if "path" in src else None,
             ref=ref,
             commit=commit,
             submodules=self.boolean(src["submodules"], "source.submodules", vm["submodules"])
             if "submodules" in src else False,
         )
+
+    def source_path(self, src: YMap, vm: dict) -> str:
+        """Relative to the file that says it: a base recipe's folder stays its own when extended."""
+        path = self.string(src["path"], "source.path", vm["path"])
+        written_in = vm["path"].file
+        if written_in and Path(written_in) != self.path:
+            return str(Path(written_in).parent / path)
+        return path
 
     def requires(self, value: Any, mark: Mark | None) -> Requires:
         if value is None:
@@ -464,9 +536,13 @@ class _Loader:
         return tuple(out)
 
     def patch_dirs(self) -> list[Path]:
+        """Beside this recipe first, then beside each recipe it extends, then the built-in patches."""
         from rocbuild.recipe.lookup import patch_dirs_for
 
-        return patch_dirs_for(self.path)
+        dirs: list[Path] = []
+        for path in [self.path] + [p for p, _ in self.bases]:
+            dirs += [d for d in patch_dirs_for(path) if d not in dirs]
+        return dirs
 
     def find_patch(self, name: str) -> Path | None:
         if Path(name).is_absolute() or ".." in Path(name).parts:

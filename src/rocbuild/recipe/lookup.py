@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.errors import UsageError
+from rocbuild.recipe.sources import load_sources
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
@@ -39,13 +40,14 @@ def patch_dirs_for(recipe_path: Path) -> list[Path]:
 class Found:
     name: str
     path: Path
-    origin: str  # "--recipes", "ROCBUILD_RECIPES", "built-in", "path"
+    origin: str  # "--recipes", "ROCBUILD_RECIPES", "source NAME" (`recipes add`), "built-in", "path"
 
 
 def search_dirs(extra: list[str] | None = None) -> list[tuple[Path, str]]:
     dirs: list[tuple[Path, str]] = [(Path(d), "--recipes") for d in extra or []]
     env = os.environ.get("ROCBUILD_RECIPES", "")
     dirs += [(Path(d), "ROCBUILD_RECIPES") for d in env.split(os.pathsep) if d]
+    dirs += [(s.recipe_dir, f"source {s.name}") for s in load_sources()]
     dirs.append((data_dir("recipes"), "built-in"))
     return dirs
 
@@ -80,5 +82,6 @@ def resolve(name_or_path: str, extra: list[str] | None = None) -> Found:
     raise UsageError(
         f"no recipe named {name_or_path!r}",
         hint=(hint + "\n" if hint else "") + f"known recipes: {listing}\n"
-        "a path to a .yaml file works too; add folders with --recipes DIR or ROCBUILD_RECIPES",
+        "a path to a .yaml file works too; add folders with --recipes DIR, ROCBUILD_RECIPES or "
+        "`rocbuild recipes add URL|PATH`",
     )

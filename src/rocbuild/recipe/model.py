@@ -6,6 +6,7 @@ planning) can point at the recipe line that produced a bad value.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,16 @@ class Recipe:
     verify: tuple[Entry, ...] = ()
     local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
     output: str = "wheel"  # "wheel": verified wheels in the wheelhouse; "tree": the prepared source tree
+    bases: tuple[tuple[Path, str], ...] = ()  # the recipes it extends (path, text), nearest first
+    patch_dirs: tuple[Path, ...] = ()  # where `diff:` names were found: beside it, then beside its bases
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the recipe's text and the texts of the recipes it extends."""
+        h = hashlib.sha256(self.text.encode())
+        for _, text in self.bases:
+            h.update(b"\0" + text.encode())
+        return h.hexdigest()
 
     @property
     def directory(self) -> Path:

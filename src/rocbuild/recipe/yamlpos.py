@@ -13,10 +13,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 class Mark:
     line: int  # 1-based
     column: int  # 1-based
-
-
-def _mark(node: Node) -> Mark:
-    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+    file: str | None = None  # set when recipes are merged (`extends:`): the file this was written in
 
 
 class YMap(dict):
@@ -54,15 +51,18 @@ class YFloat(float):
     raw: str
 
 
-def compose(text: str) -> object:
-    """Parse one YAML document; raises yaml.YAMLError or DuplicateKey."""
+def compose(text: str, file: str | None = None) -> object:
+    """Parse one YAML document; raises yaml.YAMLError or DuplicateKey. Marks carry `file` when given."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     if root is None:
         return None
-    return _convert(root, _Scalars())
+    return _convert(root, _Scalars(), file)
 
 
-def _convert(node: Node, scalars: SafeConstructor) -> object:
+def _convert(node: Node, scalars: SafeConstructor, file: str | None = None) -> object:
+    def _mark(n: Node) -> Mark:
+        return Mark(n.start_mark.line + 1, n.start_mark.column + 1, file)
+
     if isinstance(node, ScalarNode):
         value = scalars.construct_object(node, deep=True)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -73,7 +73,7 @@ def _convert(node: Node, scalars: SafeConstructor) -> object:
             value.raw = node.value
         return value
     if isinstance(node, SequenceNode):
-        out = YList(_convert(item, scalars) for item in node.value)
+        out = YList(_convert(item, scalars, file) for item in node.value)
         out.mark = _mark(node)
         out.item_marks = [_mark(item) for item in node.value]
         return out
@@ -82,12 +82,12 @@ def _convert(node: Node, scalars: SafeConstructor) -> object:
         out.mark = _mark(node)
         out.key_marks, out.value_marks = {}, {}
         for key_node, value_node in node.value:
-            key = _convert(key_node, scalars)
+            key = _convert(key_node, scalars, file)
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 key = str(key)
             if key in out:
                 raise DuplicateKey(str(key), _mark(key_node), out.key_marks[key])
-            out[key] = _convert(value_node, scalars)
+            out[key] = _convert(value_node, scalars, file)
             out.key_marks[key] = _mark(key_node)
             out.value_marks[key] = _mark(value_node)
         return out

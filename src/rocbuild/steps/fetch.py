@@ -12,11 +12,9 @@ import re
 import shutil
 from pathlib import Path
 
-import git
-from git.exc import GitCommandError
-
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.plan import SourceSpec
+from rocbuild.wheels import file_sha256
 
 _BAD_REF = re.compile(r"(^-)|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|/$|^/|//")
 
@@ -33,6 +31,9 @@ def check_ref(ref: str, what: str = "--ref") -> str:
 
 def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
     """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?)."""
+    import git  # GitPython costs ~40 ms to import; a build from a folder never needs it
+    from git.exc import GitCommandError
+
     mirror = Path(spec.mirror)
     downloaded = False
     if not (mirror / "HEAD").is_file():
@@ -75,6 +76,9 @@ def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
 
 def checkout_git(spec: SourceSpec, sha: str, dest: Path) -> None:
     """A working tree of `sha` at `dest`, sharing the mirror's objects."""
+    import git
+    from git.exc import GitCommandError
+
     try:
         repo = git.Repo.clone_from(spec.mirror, dest, shared=True, no_checkout=True)
         repo.git.checkout("--detach", sha)
@@ -90,27 +94,35 @@ def copy_tree(source: Path, dest: Path) -> None:
 
 
 def tree_fingerprint(root: Path) -> str:
-    """Cheap identity of a folder's contents: names, sizes and modification times."""
+    """The identity of a folder's contents: each file's path, executable bit and bytes (a link's
+    target), so a fresh checkout of the same files gives the same value (the build cache keys on it)."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
             p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
             try:
-                st = p.lstat()
+                if p.is_symlink():
+                    h.update(f"L\0{rel}\0{os.readlink(p)}\n".encode())
+                    continue
+                mode = "x" if os.access(p, os.X_OK) else "f"
+                digest = file_sha256(p)
             except OSError:
                 continue
-            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            h.update(f"{mode}\0{rel}\0{digest}\n".encode())
     return "tree:" + h.hexdigest()
 
 
-def _rev(repo: git.Repo, ref: str) -> str | None:
+def _rev(repo, ref: str) -> str | None:
+    from git.exc import GitCommandError
+
     try:
         return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
     except GitCommandError:
         return None
 
 
-def _git_message(exc: GitCommandError) -> str:
+def _git_message(exc) -> str:
     text = (exc.stderr or "").strip().replace("stderr: ", "").strip("'\n ")
     return text.splitlines()[-1] if text else str(exc)
