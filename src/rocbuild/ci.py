@@ -17,6 +17,8 @@ from packaging.specifiers import SpecifierSet
 
 from rocbuild import __version__
 from rocbuild.detect.arch import parse_arch_list
+from rocbuild.detect.rocm import RocmVersion
+from rocbuild.detect.torch import rocm_torch_index
 from rocbuild.doctor.facts import supported_archs
 from rocbuild.errors import UsageError
 from rocbuild.recipe import load_recipe
@@ -40,6 +42,7 @@ class MatrixEntry:
     arch: str  # comma-separated gfx targets, as `--arch` takes them
     slug: str  # the arch set without commas (artifact names and cache keys take no commas)
     container: str
+    torch_index: str = ""  # a recipe that builds against torch: the ROCm torch wheels' index for this release
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,14 @@ def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tupl
                                  "reason": f"{name} requires ROCm {recipe.requires.rocm}"})
                 continue
             archs = given_archs or _default_archs(rocm)
+            torch_index = rocm_torch_index(RocmVersion(rocm)) if recipe.requires.torch else ""
             sets = [(a,) for a in archs] if split_arch else [tuple(archs)]
             for python in pythons:
                 for group in sets:
                     entries.append(MatrixEntry(
                         recipe=name, rocm=rocm, python=python, arch=",".join(group), slug="-".join(group),
-                        container=container.replace("{rocm}", rocm) if container else container_for(rocm)))
+                        container=container.replace("{rocm}", rocm) if container else container_for(rocm),
+                        torch_index=torch_index))
     if not entries:
         raise UsageError("the matrix is empty: no recipe can build on the ROCm releases given",
                          hint="\n".join(f"- {e['recipe']} on ROCm {e['rocm']}: {e['reason']}" for e in excluded))
@@ -118,7 +123,11 @@ def github_workflow(matrix: Matrix, *, install: str, pages: bool = False) -> str
         {"name": "Build tools", "run": "apt-get update\n"
          "apt-get install -y --no-install-recommends git cmake make ccache ca-certificates"},
         {"uses": "actions/setup-python@v5", "with": {"python-version": e % "matrix.python"}},
-        {"name": "Install rocbuild", "run": 'python -m pip install "$ROCBUILD_INSTALL"'},
+        {"name": "Install rocbuild and build backends",
+         "run": 'python -m pip install "$ROCBUILD_INSTALL" setuptools wheel'},
+        {"name": "ROCm torch (the recipe builds against it)", "if": "matrix.torch_index != ''",
+         "env": {"TORCH_INDEX": e % "matrix.torch_index"},
+         "run": 'python -m pip install torch --index-url "$TORCH_INDEX"'},
         {"name": "rocbuild cache folder", "run": f'echo "XDG_CACHE_HOME=$PWD/{CACHE_DIR}" >> "$GITHUB_ENV"'},
         {"name": "Restore the rocbuild cache (mirrors, ccache, build cache)", "uses": "actions/cache@v4",
          "with": {"path": CACHE_DIR, "key": cache_key + "-${{ github.run_id }}",

@@ -312,6 +312,9 @@ def cache_basis(recipe: Recipe, host: Host, options: dict[str, Any], *, ref: str
         data.pop(key)
     data["recipe"].pop("path")
     data["env"].pop("PATH", None)
+    # The resolved commit joins the key later; the ref's name and the pin only lead to it.
+    for key in ("ref", "commit", "ref_overridden", "mirror", "dest", "commands"):
+        data["source"].pop(key, None)
     for patch in data["patches"]:
         for key in ("path", "argv", "check_argv"):
             patch.pop(key, None)
