@@ -25,9 +25,7 @@ from rocbuild.recipe import load_recipe
 from rocbuild.recipe.lookup import all_recipes, resolve
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import check_ref
-from rocbuild.verify.check import verify_paths
 from rocbuild.wheels import LOCAL_LABEL_RE
-from rocbuild.verify.text import format_verdict
 
 
 def _dump(data: object) -> None:
@@ -231,6 +229,9 @@ def cmd_ci(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    from rocbuild.verify.check import verify_paths
+    from rocbuild.verify.text import format_verdict
+
     detection = detect_archs(args.arch)
     archs = detection.archs
     if args.arch is not None:

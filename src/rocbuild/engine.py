@@ -19,7 +19,7 @@ import zipfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from packaging.specifiers import SpecifierSet
 
@@ -33,10 +33,11 @@ from rocbuild.progress import Progress
 from rocbuild.runner import Runner
 from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.steps.patch import apply_patch
-from rocbuild.verify.check import Verdict, verify_paths
 from rocbuild.verify.install import install_wheels
-from rocbuild.verify.text import format_verdict
 from rocbuild.wheels import copy_atomically, file_sha256, rewrite_wheel, update_manifest
+
+if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
+    from rocbuild.verify.check import Verdict
 
 TAIL_LINES = 40
 
@@ -77,7 +78,11 @@ class Engine:
     def build(self, *, clean: bool = False, until: str | None = None) -> list[Path]:
         self.check_until(until)
         with self._locked(clean):
-            self.check_requirements()
+            # A cache hit needs none of the build requirements, so they are checked after the lookup;
+            # but never clone a repository for the first time for a host that cannot build it.
+            checked = self.plan.source.kind == "git" and not Path(self.plan.source.mirror, "HEAD").is_file()
+            if checked:
+                self.check_requirements()
             identity = self.resolve_source()
             key = inputs = None
             if self.cache is not None and self.plan.has_wheel_steps and self.plan.cache_basis is not None:
@@ -86,6 +91,8 @@ class Engine:
                 hit = self.cache.lookup(key) if until is None else None
                 if hit is not None:
                     return self._from_cache(hit)
+            if not checked:
+                self.check_requirements()
             previous = self._prepare()
             if until == "prepare":
                 return []
@@ -342,6 +349,9 @@ class Engine:
         return verdict
 
     def _code_objects(self, check: Step, wheels: list[Path], log: Path) -> Verdict:
+        from rocbuild.verify.check import verify_paths
+        from rocbuild.verify.text import format_verdict
+
         label = f"verify {check.name}"
         started = self.progress.start(label, f"{', '.join(check.detail['archs'])}; no CUDA libraries")
         result = verify_paths(wheels, check.detail["archs"], f"the build ({check.where})",
