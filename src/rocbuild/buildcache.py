@@ -129,7 +129,14 @@ class BuildCache:
         (tmp / "entry.json").write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
         folder = self.folder(key)
         shutil.rmtree(folder, ignore_errors=True)  # a broken entry (lookup said no)
-        os.replace(tmp, folder)
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another build stored the same key meanwhile: keep the whole one there
+            shutil.rmtree(tmp, ignore_errors=True)
+            existing = self.lookup(key)
+            if existing is None:
+                raise
+            return existing
         return Entry(key, folder, data)
 
     def entries(self) -> list[Entry]:

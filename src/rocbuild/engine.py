@@ -106,8 +106,12 @@ class Engine:
             verdict = self._verify(list(provenance))
             placed = self._publish(provenance, verdict, key)
             if key is not None and provenance:
-                entry = self.cache.store(key, provenance, self._cache_about(), inputs)
-                self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+                try:
+                    entry = self.cache.store(key, provenance, self._cache_about(), inputs)
+                except OSError as exc:  # the wheels are already in the wheelhouse; only reuse is lost
+                    self.progress.say(f"    build cache: not stored ({exc})")
+                else:
+                    self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
             return placed
 
     def _from_cache(self, entry: Entry) -> list[Path]:
