@@ -128,7 +128,10 @@ def github_workflow(matrix: Matrix, *, install: str, pages: bool = False) -> str
         {"name": "ROCm torch (the recipe builds against it)", "if": "matrix.torch_index != ''",
          "env": {"TORCH_INDEX": e % "matrix.torch_index"},
          "run": 'python -m pip install torch --index-url "$TORCH_INDEX"'},
-        {"name": "rocbuild cache folder", "run": f'echo "XDG_CACHE_HOME=$PWD/{CACHE_DIR}" >> "$GITHUB_ENV"'},
+        # In a container job the workspace path differs from ${{ github.workspace }}: ask the shell.
+        {"name": "rocbuild folders: the cache, and this repository's recipes/ if it has one",
+         "run": f'echo "XDG_CACHE_HOME=$PWD/{CACHE_DIR}" >> "$GITHUB_ENV"\n'
+                'echo "ROCBUILD_RECIPES=$PWD/recipes" >> "$GITHUB_ENV"'},
         {"name": "Restore the rocbuild cache (mirrors, ccache, build cache)", "uses": "actions/cache@v4",
          "with": {"path": CACHE_DIR, "key": cache_key + "-${{ github.run_id }}",
                   "restore-keys": cache_key + "-"}},
