@@ -2,8 +2,9 @@
 
 The key covers the recipe as rendered for this host (steps, env, patches with
 their file contents, options, verify entries), the resolved source commit (or
-the contents of a source folder), archs, ROCm version, python, the variables
-of the caller's environment that reach a compiler, and rocbuild's own version.
+the contents of a source folder), archs, ROCm version, python (and its torch,
+for recipes built against torch), the variables of the caller's environment
+that reach a compiler, and rocbuild's own version.
 Anything that only says *where* or *how fast* a build runs (the work folder,
 the job count, ccache) is left out, so the same inputs give the same key on
 another machine of the same kind, e.g. a CI runner restoring the cache.
@@ -45,10 +46,16 @@ def build_env(environ: Mapping[str, str]) -> dict[str, str]:
             if k not in ENV_IGNORED and (k in ENV_NAMES or k.startswith(ENV_PREFIXES))}
 
 
-def cache_inputs(basis: Mapping[str, Any], source_identity: str, environ: Mapping[str, str]) -> dict[str, Any]:
-    """Everything the key is made of, as one JSON-able mapping (kept in the entry for `cache list`)."""
-    return {"schema": KEY_SCHEMA, "rocbuild": __version__, "plan": basis, "source": source_identity,
-            "env": build_env(environ)}
+def cache_inputs(basis: Mapping[str, Any], source_identity: str, environ: Mapping[str, str],
+                 torch: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the key is made of, as one JSON-able mapping (kept in the entry).
+
+    `torch`: for recipes built against the target python's torch, its version (and HIP/CUDA versions)."""
+    inputs = {"schema": KEY_SCHEMA, "rocbuild": __version__, "plan": basis, "source": source_identity,
+              "env": build_env(environ)}
+    if torch is not None:
+        inputs["torch"] = dict(torch)
+    return inputs
 
 
 def cache_key(inputs: Mapping[str, Any]) -> str:

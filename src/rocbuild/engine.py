@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without whee
     from rocbuild.verify.check import Verdict
 
 TAIL_LINES = 40
+_UNPROBED = object()
 
 
 def fingerprint(previous: str, identity: object) -> str:
@@ -59,6 +60,7 @@ class Engine:
         self.source_identity: str | None = None  # resolved commit, or the fingerprint of a source folder
         self.downloaded = False
         self.cache_hit: str | None = None  # the build cache key when the wheels came from the cache
+        self._torch_env = _UNPROBED
 
     # -- public entry points ------------------------------------------------
 
@@ -86,7 +88,7 @@ class Engine:
             identity = self.resolve_source()
             key = inputs = None
             if self.cache is not None and self.plan.has_wheel_steps and self.plan.cache_basis is not None:
-                inputs = cache_inputs(self.plan.cache_basis, identity, os.environ)
+                inputs = cache_inputs(self.plan.cache_basis, identity, os.environ, self._torch_identity())
                 key = cache_key(inputs)
                 hit = self.cache.lookup(key) if until is None else None
                 if hit is not None:
@@ -113,6 +115,15 @@ class Engine:
                 else:
                     self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
             return placed
+
+    def _torch_identity(self) -> dict | None:
+        """An extension built against torch is only as good as that torch: its version joins the key."""
+        argv = self.plan.requirements.torch_check_argv
+        if not argv:
+            return None
+        env = self._probe_torch(argv)
+        torch = env.torch if env is not None else None
+        return {"version": torch.version, "hip": torch.hip, "cuda": torch.cuda} if torch else {"version": None}
 
     def _from_cache(self, entry: Entry) -> list[Path]:
         """An unchanged build: the wheels of the earlier one, verified again, no build step run."""
@@ -179,15 +190,22 @@ class Engine:
                 + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
             )
 
+    def _probe_torch(self, argv: tuple[str, ...]):
+        """The target python's torch, as its torch/version.py says (None: the probe failed). Run once."""
+        if self._torch_env is _UNPROBED:
+            log = self.work.logs / "00-requirements.log"
+            result = self.runner.run(argv, cwd=str(self.work.root), env=self.plan.base_env, log=log)
+            try:
+                self._torch_env = parse_probe(result.output) if result.exit_code == 0 else None
+            except (ValueError, KeyError):
+                self._torch_env = None
+        return self._torch_env
+
     def _torch_problems(self, argv: tuple[str, ...]) -> list[str]:
         """A CUDA or CPU torch in the target python would make a CUDA-linked or CPU-only extension."""
         python = self.plan.host.python.executable
         log = self.work.logs / "00-requirements.log"
-        result = self.runner.run(argv, cwd=str(self.work.root), env=self.plan.base_env, log=log)
-        try:
-            env = parse_probe(result.output) if result.exit_code == 0 else None
-        except (ValueError, KeyError):
-            env = None
+        env = self._probe_torch(argv)
         install = rocm_torch_install(python, self.plan.host.rocm.version)
         if env is None:
             return [f"cannot read the torch of {python} (see {log})"]

@@ -176,3 +176,30 @@ def test_ccache_catches_hipcc_called_by_name(cli, tmp_path):
     stats = _ccache_stats(cache_dir(tmp_path) / "ccache")
     assert stats.get("direct_cache_hit", 0) + stats.get("preprocessed_cache_hit", 0) == 1
     assert stats.get("cache_miss", 0) == 1
+
+
+def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
+    """mamba-ssm built against torch 2.4 must not be reused for torch 2.5 in the same venv."""
+    from rocbuild.buildcache import cache_inputs, cache_key
+    from rocbuild.cli import build_parser
+    from rocbuild.commands import make_build_plan
+    from rocbuild.engine import Engine
+    from rocbuild.progress import Progress
+    from rocbuild.runner import Runner
+    from tests.pyenv_trees import TORCHES, make_venv
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    python, site = make_venv(tmp_path / "venv", "rocm6.1")
+
+    def key() -> str:
+        args = build_parser().parse_args(["build", "mamba-ssm", "--arch", "gfx90a", "--rocm", str(rocm61),
+                                          "--python", str(python), "--work", str(tmp_path / "w")])
+        engine = Engine(make_build_plan(args), Runner(), Progress(quiet=True))
+        return cache_key(cache_inputs(engine.plan.cache_basis, "0" * 40, {}, engine._torch_identity()))
+
+    before = key()
+    assert key() == before
+    version_py = site / "torch" / "version.py"
+    old, new = TORCHES["rocm6.1"][0], "2.4.1+rocm6.1"
+    version_py.write_text(version_py.read_text().replace(old, new))
+    assert key() != before
