@@ -34,7 +34,7 @@ from rocbuild.runner import Runner
 from rocbuild.steps.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.steps.patch import apply_patch
 from rocbuild.verify.install import install_wheels
-from rocbuild.wheels import copy_atomically, file_sha256, rewrite_wheel, update_manifest
+from rocbuild.wheels import copy_atomically, file_sha256, rewrite_wheel, update_manifest, write_text_atomically
 
 if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
     from rocbuild.verify.check import Verdict
@@ -478,9 +478,7 @@ class Engine:
     @staticmethod
     def _write_stamp(stamp: Path, fp: str, extra: dict) -> None:
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        tmp = stamp.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"fingerprint": fp, **extra}))
-        os.replace(tmp, stamp)
+        write_text_atomically(stamp, json.dumps({"fingerprint": fp, **extra}))
 
 
 def _summary(verdict: Verdict | None, wheel: Path) -> dict | None:

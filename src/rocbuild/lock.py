@@ -14,6 +14,7 @@ from typing import Any
 
 from rocbuild.errors import UsageError
 from rocbuild.plan import Plan
+from rocbuild.wheels import write_text_atomically
 
 LOCK_SCHEMA = 1
 
@@ -39,12 +40,9 @@ def make_lock(plan: Plan, source_identity: str) -> dict[str, Any]:
 
 
 def write_lock(path: Path, lock: dict[str, Any]) -> Path:
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-        tmp.replace(path)
+        write_text_atomically(path, json.dumps(lock, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot write {path}: {exc.strerror}",
                          hint="a lock goes beside its recipe: copy the recipe somewhere writable "
                               "(`rocbuild recipes show NAME > NAME.yaml`) and lock that") from None

@@ -3,7 +3,8 @@
 The .dist-info and .data folders are renamed with the new version, METADATA's
 Version header follows, signatures of the old RECORD are dropped (they no
 longer match), and members are streamed so a large library is never held in
-memory. Everything that lands in a wheelhouse goes through write_atomically.
+memory. Everything that lands in a wheelhouse goes through write_atomically, and so
+do rocbuild's own small files (stamps, locks, the recipe source registry).
 """
 
 from __future__ import annotations
@@ -166,8 +167,7 @@ def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
             data = {"schema": 1, "wheels": {}}
         data["wheels"].update(entries)
         data["wheels"] = {k: data["wheels"][k] for k in sorted(data["wheels"]) if (wheelhouse / k).exists()}
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        write_atomically(path, lambda fh: fh.write(text.encode()))
+        write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -194,6 +194,10 @@ def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return dest
+
+
+def write_text_atomically(dest: Path, text: str) -> Path:
+    return write_atomically(dest, lambda fh: fh.write(text.encode()))
 
 
 def file_sha256(path: Path) -> str:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 from rocbuild.paths import cache_root
+from rocbuild.wheels import write_text_atomically
 
 
 def query(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60) -> str | None:
@@ -49,9 +50,7 @@ def remembered_query(argv: list[str], env: dict[str, str]) -> str | None:
         known[key] = out
         try:
             store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(f"probes.json.tmp-{os.getpid()}")
-            tmp.write_text(json.dumps(known))
-            os.replace(tmp, store)
+            write_text_atomically(store, json.dumps(known))
         except OSError:
             pass  # a read-only cache only costs time
     return out

@@ -161,11 +161,8 @@ class _Loader:
                 return path
             raise self.error("the recipe it extends is not there", "extends", mark, value=name,
                              accepted=f"a recipe file (looked for {path})")
-        for suffix in RECIPE_SUFFIXES:
-            if (beside.parent / (name + suffix)).is_file():
-                return beside.parent / (name + suffix)
         try:
-            return resolve(name).path
+            return resolve(name, [str(beside.parent)]).path  # its own folder first, then the usual order
         except UsageError as exc:
             raise self.error(f"no recipe named {name!r} to extend", "extends", mark, value=name,
                              accepted="a recipe name (`rocbuild recipes`) or a path to a .yaml file",

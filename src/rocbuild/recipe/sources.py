@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rocbuild.errors import UsageError
 from rocbuild.paths import cache_root, config_root
+from rocbuild.wheels import write_text_atomically
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)
@@ -67,9 +68,7 @@ def load_sources() -> list[RecipeSource]:
 def save_sources(sources: list[RecipeSource]) -> None:
     path = registry_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps({"sources": [asdict(s) for s in sources]}, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps({"sources": [asdict(s) for s in sources]}, indent=2) + "\n")
 
 
 def is_url(text: str) -> bool:
@@ -116,14 +115,11 @@ def update_sources(names: list[str], log) -> list[tuple[RecipeSource, RecipeSour
                              hint="registered: " + (", ".join(sorted(known)) or "(none)"))
     changed, out = [], []
     for source in sources:
-        if names and source.name not in names or source.kind != "git":
-            out.append(source)
-            if source.kind == "dir" and (not names or source.name in names):
-                changed.append((source, source))
-            continue
-        new = _checkout(source, log)
+        picked = not names or source.name in names
+        new = _checkout(source, log) if picked and source.kind == "git" else source  # a folder is read in place
         out.append(new)
-        changed.append((source, new))
+        if picked:
+            changed.append((source, new))
     save_sources(out)
     return changed
 
