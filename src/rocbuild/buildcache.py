@@ -1,13 +1,13 @@
 """The content-addressed build cache: verified wheels filed under the hash of every build input.
 
-The key covers the recipe as rendered for this host (steps, env, patches with
-their file contents, options, verify entries), the resolved source commit (or
-the contents of a source folder), archs, ROCm version, python (and its torch,
-for recipes built against torch), the variables of the caller's environment
-that reach a compiler, and rocbuild's own version.
-Anything that only says *where* or *how fast* a build runs (the work folder,
-the job count, ccache) is left out, so the same inputs give the same key on
-another machine of the same kind, e.g. a CI runner restoring the cache.
+The key is the build identity's hash (identity.py): the recipe as rendered
+at fixed locations, patch file contents, the resolved source commit (or the
+contents of a source folder), the toolchain down to its compiler binaries,
+the target python (and its torch, for recipes built against torch), the
+environment that reaches the steps, archs and options. Anything that only
+says *where* or *how fast* a build runs (the work folder, the job count,
+ccache) is not in it, so the same inputs give the same key on another machine
+of the same kind, e.g. a CI runner restoring the cache.
 
 Layout: CACHE/builds/KEY/entry.json plus the wheels. An entry appears whole
 (written to a temporary folder, then renamed) or not at all.
@@ -15,52 +15,15 @@ Layout: CACHE/builds/KEY/entry.json plus the wheels. An entry appears whole
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from rocbuild import __version__
-from rocbuild.wheels import file_sha256
-
-KEY_SCHEMA = 1
-# Variables of the caller's environment that change what a compiler or build backend produces.
-ENV_NAMES = frozenset({
-    "CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "HIPFLAGS", "HIPCC", "NVCC",
-    "PYTHONPATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "SETUPTOOLS_SCM_PRETEND_VERSION",
-})
-ENV_PREFIXES = ("HIP_", "HIPCC_", "ROCM_", "HSA_", "HCC_", "AMDGPU_", "PYTORCH_", "TORCH_", "CMAKE_",
-                "SKBUILD_", "BNB_", "HOROVOD_", "MAMBA_", "CAUSAL_CONV1D_")
-# Launchers and cache settings do not change the output.
-ENV_IGNORED = frozenset({"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER",
-                         "CMAKE_HIP_COMPILER_LAUNCHER", "CMAKE_BUILD_PARALLEL_LEVEL"})
-
-
-def build_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of the caller's environment that reaches a compiler and changes its output."""
-    return {k: v for k, v in sorted(environ.items())
-            if k not in ENV_IGNORED and (k in ENV_NAMES or k.startswith(ENV_PREFIXES))}
-
-
-def cache_inputs(basis: Mapping[str, Any], source_identity: str, environ: Mapping[str, str],
-                 torch: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the key is made of, as one JSON-able mapping (kept in the entry).
-
-    `torch`: for recipes built against the target python's torch, its version (and HIP/CUDA versions)."""
-    inputs = {"schema": KEY_SCHEMA, "rocbuild": __version__, "plan": basis, "source": source_identity,
-              "env": build_env(environ)}
-    if torch is not None:
-        inputs["torch"] = dict(torch)
-    return inputs
-
-
-def cache_key(inputs: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-
+from rocbuild.fsutil import file_sha256
 
 @dataclass(frozen=True)
 class CachedWheel:

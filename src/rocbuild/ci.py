@@ -21,8 +21,7 @@ from rocbuild.detect.rocm import RocmVersion
 from rocbuild.detect.torch import rocm_torch_index
 from rocbuild.doctor.facts import supported_archs
 from rocbuild.errors import UsageError
-from rocbuild.recipe import load_recipe
-from rocbuild.recipe.lookup import resolve
+from rocbuild import catalog
 
 ROCM_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
@@ -79,7 +78,7 @@ def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tupl
     entries, excluded = [], []
     given_archs = parse_arch_list(arch) if arch else None
     for name in recipes:
-        recipe = load_recipe(resolve(name, extra_dirs).path)
+        recipe = catalog.load(catalog.resolve(name, extra_dirs).path, extra_dirs)
         if recipe.output != "wheel":
             raise UsageError(f"recipe {name!r} makes a source tree, not a wheel: nothing for CI to publish",
                              hint="leave it out of --recipes")

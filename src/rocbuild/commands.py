@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from rocbuild import plan as planning
-from rocbuild.detect.arch import detect_archs, require_archs
-from rocbuild.detect.gpu import gpu_access
-from rocbuild.detect.python import default_jobs, find_python
-from rocbuild.detect.rocm import find_rocm, require_rocm
+from rocbuild import catalog, show
+from rocbuild.assemble import BuildRequest, assemble
+from rocbuild.build.engine import Engine
 from rocbuild.buildcache import BuildCache
-from rocbuild.engine import Engine
-from rocbuild.lock import check_locked_recipe, lock_path, make_lock, read_lock, write_lock
+from rocbuild.detect.arch import detect_archs
+from rocbuild.detect.python import default_jobs, find_python
+from rocbuild.detect.rocm import find_rocm
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.options import resolve_options
-from rocbuild.paths import WorkDirs, cache_root, short_hash
+from rocbuild.lock import check_locked_recipe, lock_path, make_lock, read_lock, write_lock
+from rocbuild.paths import cache_root
+from rocbuild.plan import Plan
 from rocbuild.progress import Progress
-from rocbuild.recipe import load_recipe
-from rocbuild.recipe.lookup import all_recipes, resolve
-from rocbuild.runner import Runner
-from rocbuild.steps.fetch import check_ref
-from rocbuild.wheels import LOCAL_LABEL_RE
+from rocbuild.proc import Runner
 
 
 def _dump(data: object) -> None:
@@ -33,64 +29,29 @@ def _dump(data: object) -> None:
     sys.stdout.write("\n")
 
 
-def make_build_plan(args, *, need_archs: bool = True) -> planning.Plan:
-    """Recipe file -> Recipe -> (with the detected host) -> Plan."""
-    found = resolve(args.recipe, args.recipes)
-    recipe = load_recipe(found.path)
-    options = resolve_options(recipe, args.set)
-    if args.ref is not None:
-        check_ref(args.ref)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs {args.jobs}: must be 1 or more")
-    detection = detect_archs(args.arch)
-    # A tree recipe compiles nothing for a GPU, so it needs no target.
-    archs = detection.archs if recipe.output == "tree" or not need_archs else require_archs(detection)
-    rocm = require_rocm(find_rocm(args.rocm))
-    python = find_python(args.python)
-    host = planning.Host(
-        archs=tuple(archs), rocm=rocm, python=python, jobs=args.jobs or default_jobs(),
-        override=detection.override.value if detection.override else None, gpu=gpu_access(),
-        ccache=shutil.which("ccache") if os.environ.get("ROCBUILD_CCACHE", "1") != "0" else None,
+def build_request(args: argparse.Namespace, *, need_archs: bool = True) -> BuildRequest:
+    return BuildRequest(
+        recipe=args.recipe, arch=args.arch, rocm=args.rocm, python=args.python, out=args.out, work=args.work,
+        jobs=args.jobs, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
+        recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
+        environ=dict(os.environ),
     )
-    source_dir = Path(args.source_dir) if args.source_dir else None
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {args.source_dir}: no such folder")
-    if args.work:
-        work = WorkDirs(Path(args.work).absolute())
-    else:
-        key = short_hash([str(found.path.resolve()), archs, str(rocm.path), python.executable, args.ref,
-                          str(source_dir.resolve()) if source_dir else None, options])
-        work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
-    local_version = _local_version(args)
-    plan = planning.make_plan(recipe, host, options, work, Path(args.out).absolute(),
-                              ref=args.ref, source_dir=source_dir, local_version=local_version)
-    basis = planning.cache_basis(recipe, host, options, ref=args.ref, source_dir=source_dir,
-                                 local_version=local_version)
-    return dataclasses.replace(plan, cache_basis=basis)
 
 
-def _local_version(args) -> str | None:
-    label = args.local_version
-    if label is None:
-        return None
-    if label in ("", "none"):
-        return ""
-    if not LOCAL_LABEL_RE.match(label):
-        raise UsageError(f"--local-version {label!r}: not a PEP 440 local version label",
-                         hint="accepted: letters and digits separated by '.', '_' or '-' (e.g. rocm6.1), or 'none'")
-    return label
+def make_build_plan(args: argparse.Namespace, *, need_archs: bool = True) -> Plan:
+    return assemble(build_request(args, need_archs=need_archs))
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     plan = make_build_plan(args)
     if args.json:
         _dump(plan.to_json())
     else:
-        print_plan(plan)
+        show.plan_text(plan)
     return 0
 
 
-def cmd_build(args) -> int:
+def cmd_build(args: argparse.Namespace) -> int:
     if args.dry_run:
         return cmd_plan(args)
     plan = make_build_plan(args)
@@ -99,13 +60,15 @@ def cmd_build(args) -> int:
         locked = read_lock(plan.recipe.path)
         check_locked_recipe(locked, plan)
     cache = None if args.no_cache else BuildCache(cache_root() / "builds")
-    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, locked=locked)
-    wheels = engine.build(clean=args.clean, until=args.until)
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, locked=locked, environ=os.environ)
+    result = engine.build(clean=args.clean, until=args.until)
+    wheels = result.wheels
     for wheel in wheels:
         print(wheel)
-    if wheels and engine.cache_hit:
+    if wheels and result.from_cache:
         print(f"reused {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} from the build cache "
-              f"({engine.cache_hit[:16]}; no build step ran, verify passed again) into {plan.out}", file=sys.stderr)
+              f"({(result.cache_key or '')[:16]}; no build step ran, verify passed again) into {plan.out}",
+              file=sys.stderr)
     elif wheels:
         print(f"built {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} into {plan.out}", file=sys.stderr)
     elif plan.output == "tree" and args.until is None:
@@ -116,17 +79,19 @@ def cmd_build(args) -> int:
     return 0
 
 
-def cmd_prepare(args) -> int:
+def cmd_prepare(args: argparse.Namespace) -> int:
     plan = make_build_plan(args)
-    engine = Engine(plan, Runner(verbose=args.verbose), Progress())
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), environ=os.environ)
     print(engine.prepare(clean=args.clean))
     return 0
 
 
-def cmd_lock(args) -> int:
+def cmd_lock(args: argparse.Namespace) -> int:
     plan = make_build_plan(args, need_archs=False)  # the lock does not depend on the targets
-    identity = Engine(plan, Runner(verbose=args.verbose), Progress()).resolve_source()
-    lock = make_lock(plan, identity)
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), environ=os.environ)
+    plan.work.logs.mkdir(parents=True, exist_ok=True)
+    resolved = engine.resolve_source(plan.work.logs / "00-lock.log")
+    lock = make_lock(plan, resolved.identity)
     path = write_lock(lock_path(plan.recipe.path), lock)
     print(path)
     src = lock["source"]
@@ -136,7 +101,7 @@ def cmd_lock(args) -> int:
     return 0
 
 
-def cmd_cache(args) -> int:
+def cmd_cache(args: argparse.Namespace) -> int:
     root = cache_root()
     cache = BuildCache(root / "builds")
     if args.action == "path":
@@ -152,22 +117,14 @@ def cmd_cache(args) -> int:
         else:
             age = f" unused for {args.older_than:g} days" if args.older_than is not None else ""
             print(f"removed {len(removed)} build cache entr{'y' if len(removed) == 1 else 'ies'}{age}"
-                  + (f", {_human(freed)} freed" if removed else ""))
+                  + (f", {show.human_size(freed)} freed" if removed else ""))
         return 0
     entries = [e.to_json() for e in cache.entries()]
     others = {name: _folder_size(root / name) for name in ("mirrors", "ccache", "work", "recipe-sources")}
     if args.json:
         _dump({"root": str(root), "builds": entries, "sizes": others})
         return 0
-    print(f"cache: {root}")
-    for name, size in others.items():
-        print(f"  {name + '/':<16} {_human(size)}")
-    print(f"build cache: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
-    for e in entries:
-        print(f"  {e['key'][:16]}  {e['recipe']} {e['version']}  {','.join(e['archs'])}  rocm {e['rocm']}  "
-              f"py{e['python']}  {_human(e['size'])}  last used {e['last_used']}Z")
-        for w in e["wheels"]:
-            print(f"      {w}")
+    show.cache_text(str(root), entries, others)
     return 0
 
 
@@ -182,15 +139,7 @@ def _folder_size(folder: Path) -> int:
     return total
 
 
-def _human(size: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)
-
-
-def cmd_index(args) -> int:
+def cmd_index(args: argparse.Namespace) -> int:
     from rocbuild.index import build_index
 
     folder, projects = build_index(Path(args.wheelhouse), Path(args.output) if args.output else None)
@@ -203,7 +152,7 @@ def cmd_index(args) -> int:
     return 0
 
 
-def cmd_ci(args) -> int:
+def cmd_ci(args: argparse.Namespace) -> int:
     from rocbuild import __version__, ci
 
     recipes = ci.split_list(args.recipes, "--recipes", None, (), "recipe names, comma-separated")
@@ -228,7 +177,7 @@ def cmd_ci(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     from rocbuild.verify.check import verify_paths
     from rocbuild.verify.text import format_verdict
 
@@ -246,7 +195,7 @@ def cmd_verify(args) -> int:
     return 0 if verdict.ok else 1
 
 
-def cmd_doctor(args) -> int:
+def cmd_doctor(args: argparse.Namespace) -> int:
     from rocbuild import doctor
 
     if args.sysfs is not None and not Path(args.sysfs).is_dir():
@@ -266,7 +215,7 @@ def cmd_doctor(args) -> int:
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
-def cmd_detect(args) -> int:
+def cmd_detect(args: argparse.Namespace) -> int:
     detection = detect_archs(
         args.arch,
         rocminfo_file=Path(args.rocminfo) if args.rocminfo else None,
@@ -281,36 +230,13 @@ def cmd_detect(args) -> int:
         data["jobs"] = default_jobs()
         _dump(data)
         return 0
-    archs = ", ".join(detection.archs) or "none"
-    print(f"archs:  {archs}  (from {detection.source})")
-    for gpu in detection.gpus:
-        name = f"  {gpu.marketing_name}" if gpu.marketing_name else ""
-        print(f"  gpu: {gpu.target_id}{name}  [{gpu.source}]")
-    if detection.override:
-        o = detection.override
-        hw = f"; the hardware is {', '.join(o.hardware)}" if o.hardware else ""
-        print(f"override: HSA_OVERRIDE_GFX_VERSION={o.value} -> runtime reports {o.gfx}{hw}; "
-              "wheels built here target the reported arch")
-    for note in detection.notes:
-        print(f"note: {note}")
-    if rocm is None:
-        print("rocm:   not found (give --rocm PATH, set ROCM_PATH, or install hipcc)")
-    else:
-        print(f"rocm:   {rocm.version or 'unknown version'} at {rocm.path}  ({rocm.layout} layout, found by "
-              f"{rocm.found_by}; version from {rocm.version_source})")
-        print(f"  FindHIP.cmake:  {rocm.cmake_hip_dir or 'not found'}")
-        print(f"  hip-lang:       {rocm.hip_lang_dir or 'not found'}")
-        print(f"  HIP clang++:    {rocm.hip_compiler or 'not found'}")
-    print(f"python: {python.executable} ({python.version})")
-    print(f"jobs:   {default_jobs()}")
+    show.detect_text(detection, rocm, python, default_jobs())
     return 0
 
 
-def cmd_recipes(args) -> int:
-    from rocbuild.recipe import sources
-
+def cmd_recipes(args: argparse.Namespace) -> int:
     if args.action in ("add", "update", "remove", "sources", "new"):
-        return _recipe_sources(args, sources)
+        return _recipe_sources(args)
     if args.ref or args.name or args.output:
         raise UsageError(f"`recipes {args.action}` takes no --ref, --name or -o",
                          hint="--ref and --name go with `recipes add`, -o with `recipes new`")
@@ -318,9 +244,9 @@ def cmd_recipes(args) -> int:
         if args.names:
             raise UsageError("`recipes list` takes no names")
         rows = []
-        for found in all_recipes(args.recipes):
+        for found in catalog.all_recipes(args.recipes):
             try:
-                recipe = load_recipe(found.path)
+                recipe = catalog.load(found.path, args.recipes)
                 rows.append({"name": found.name, "version": recipe.version, "origin": found.origin,
                              "path": str(found.path), "summary": recipe.summary})
             except RecipeError as exc:
@@ -335,7 +261,7 @@ def cmd_recipes(args) -> int:
     if args.action == "show":
         if len(args.names) != 1:
             raise UsageError("usage: rocbuild recipes show NAME")
-        found = resolve(args.names[0], args.recipes)
+        found = catalog.resolve(args.names[0], args.recipes)
         sys.stdout.write(found.path.read_text())
         return 0
     if not args.names:
@@ -343,7 +269,7 @@ def cmd_recipes(args) -> int:
     failed = 0
     for name in args.names:
         try:
-            recipe = load_recipe(name)
+            recipe = catalog.load(name, args.recipes)
         except RecipeError as exc:
             print(exc.render(), file=sys.stderr)
             failed += 1
@@ -352,7 +278,9 @@ def cmd_recipes(args) -> int:
     return 2 if failed else 0
 
 
-def _recipe_sources(args, sources) -> int:
+def _recipe_sources(args: argparse.Namespace) -> int:
+    from rocbuild import registry as sources
+
     say = Progress().say
     if args.action == "new":
         return _new_recipe(args)
@@ -392,7 +320,7 @@ def _recipe_sources(args, sources) -> int:
     return 0
 
 
-def _new_recipe(args) -> int:
+def _new_recipe(args: argparse.Namespace) -> int:
     from rocbuild.recipe.load import NAME_RE
     from rocbuild.recipe.starter import starter_recipe
 
@@ -414,91 +342,3 @@ def _new_recipe(args) -> int:
     print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch gfx90a`",
           file=sys.stderr)
     return 0
-
-
-def print_plan(plan: planning.Plan) -> None:
-    h, r = plan.host, plan.host.rocm
-    out = print
-    out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
-    out(f"  archs:  {', '.join(h.archs)}")
-    out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
-    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
-    if h.override:
-        out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
-    if plan.options:
-        out("  options: " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
-                                      for k, v in plan.options.items()))
-    out(f"  work:   {plan.work.root}")
-    if plan.output == "tree":
-        out(f"  output: the prepared tree {plan.work.src} (no wheel)")
-    else:
-        out(f"  wheelhouse: {plan.out}")
-    req = plan.requirements
-    out("requirements (checked before anything runs):")
-    out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(req.tools) or '-'}; "
-        f"cmake packages: {', '.join(req.cmake_packages) or '-'}")
-    if req.python_check_argv:
-        out(f"  python modules: {', '.join(req.python_modules)}")
-        out(f"    argv: {json.dumps(list(req.python_check_argv))}")
-    if req.torch_check_argv:
-        out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
-        out(f"    argv: {json.dumps(list(req.torch_check_argv))}")
-    out("environment (changes for every step):")
-    for k, v in plan.base_env.items():
-        out(f"  {k}={v}")
-    if plan.ccache_bin is not None:
-        out(f"ccache: {plan.host.ccache} launches CMake's compilers (the *_COMPILER_LAUNCHER variables above); "
-            f"a hipcc called by name runs through the link {plan.ccache_bin / 'hipcc'} -> ccache")
-    if plan.has_wheel_steps:
-        out("build cache: when a wheel was already built from these exact inputs, it is verified again and "
-            "reused, and no step runs (--no-cache builds anyway)")
-    s = plan.source
-    out("prepare:")
-    if s.kind == "dir":
-        out(f"  copy {s.directory} -> {plan.work.src} (the original is never modified)")
-    else:
-        pin = f" (pinned to {s.commit})" if s.commit else ""
-        over = " (--ref overrides the recipe)" if s.ref_overridden else ""
-        out(f"  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
-        out("  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or moves):")
-        for cmd in s.commands(str(plan.work.src)):
-            out(f"    argv: {json.dumps(cmd)}")
-    for i, p in enumerate(plan.patches, 1):
-        out(f"  patch {i}: {p.describe()}   [{p.where}]")
-    out("steps:")
-    for i, step in enumerate(plan.steps, 1):
-        out(f"  {i}. {step.name} ({step.kind})   [{step.where}]")
-        out(f"     cwd:  {step.cwd}")
-        for k, v in step.env.items():
-            out(f"     env:  {k}={v}")
-        if step.shell is not None:
-            out(f"     shell (run by /bin/bash as written): {step.shell}")
-        else:
-            out(f"     argv: {json.dumps(list(step.argv))}")
-    if plan.has_wheel_steps:
-        label = f"+{plan.local_label}" if plan.local_label else "none (--local-version/recipe dropped it)"
-        out(f"wheels: local version label {label}; provenance JSON added to the .dist-info, RECORD rewritten")
-    if plan.verify:
-        out("verify (every wheel, before it reaches the wheelhouse):")
-        if any(s.argv for s in plan.verify) and plan.has_wheel_steps:
-            out(f"  the wheels are installed into {plan.work.verify / 'site'} (pip's --target layout, by pypa "
-                f"installer inside rocbuild; no command runs), then PYTHONPATH and PATH point there")
-        for step in plan.verify:
-            out(f"  {step.name} ({step.kind})   [{step.where}]")
-            d = step.detail
-            if step.kind == "code-objects":
-                files = f"; device code required in {', '.join(d['files'])}" if d["files"] else ""
-                cover = f"device code covers {', '.join(d['archs'])}" if d["archs"] else "device code not checked"
-                links = f"; those files link {', '.join(d['links'])}" if d.get("links") else ""
-                out(f"     every ELF file: no CUDA library; {cover}{files}{links}")
-            elif step.kind == "wheel-contains":
-                out(f"     a wheel member matches {d['glob']}")
-            else:
-                skip = ""
-                if d.get("needs_gpu") and not plan.host.gpu.usable:
-                    skip = f"  (will be skipped: {plan.host.gpu.reason})"
-                out(f"     argv: {json.dumps(list(step.argv))}{skip}")
-                for pattern in d.get("expect", []):
-                    out(f"     expect: /{pattern}/")
-    if plan.has_wheel_steps:
-        out(f"then: wheels move into {plan.out} (only after every check passed)")

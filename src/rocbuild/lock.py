@@ -1,9 +1,9 @@
 """Lock files: RECIPE.lock beside RECIPE.yaml pins what a build used, and `build --locked` holds it to that.
 
-A lock records the sha256 of the recipe (and of the recipes it extends), the
-sha256 of each patch file, the options, and the commit the source ref
-resolved to. A locked build refuses to start when any of them differs, and
-lists every difference.
+A lock holds the pinned part of the build identity (identity.pinned): the
+sha256 of the recipe (and of the recipes it extends), the sha256 of each
+patch file, the options, and the commit the source ref resolved to. A locked
+build refuses to start when any of them differs, and lists every difference.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from rocbuild.errors import UsageError
+from rocbuild.fsutil import write_text_atomically
+from rocbuild.identity import diff_records, pinned, recipe_record
 from rocbuild.plan import Plan
-from rocbuild.wheels import write_text_atomically
+from rocbuild.source import GitSource
 
 LOCK_SCHEMA = 1
 
@@ -24,19 +26,7 @@ def lock_path(recipe_path: Path) -> Path:
 
 
 def make_lock(plan: Plan, source_identity: str) -> dict[str, Any]:
-    recipe, src = plan.recipe, plan.source
-    if src.kind == "git":
-        source = {"kind": "git", "url": src.url, "ref": src.ref, "commit": source_identity}
-    else:
-        source = {"kind": "dir", "fingerprint": source_identity}
-    return {
-        "lock": LOCK_SCHEMA,
-        "recipe": {"name": recipe.name, "version": recipe.version, "sha256": recipe.digest,
-                   "extends": [str(p.name) for p, _ in recipe.bases]},
-        "options": plan.options,
-        "source": source,
-        "patches": [p.record() for p in plan.patches if p.kind == "diff"],
-    }
+    return {"lock": LOCK_SCHEMA, **pinned(plan, source_identity)}
 
 
 def write_lock(path: Path, lock: dict[str, Any]) -> Path:
@@ -70,17 +60,18 @@ def check_locked_recipe(lock: dict[str, Any], plan: Plan) -> None:
     """Before anything runs: the recipe, its patch files and options are the locked ones."""
     problems = []
     recipe = plan.recipe
+    digest = recipe_record(plan).sha256
     locked_recipe = lock.get("recipe", {})
-    if locked_recipe.get("sha256") != recipe.digest:
-        problems.append(f"recipe {recipe.path} changed: sha256 {recipe.digest[:16]}, "
+    if locked_recipe.get("sha256") != digest:
+        problems.append(f"recipe {recipe.path} changed: sha256 {digest[:16]}, "
                         f"the lock has {str(locked_recipe.get('sha256'))[:16]}")
     locked_patches = {p["name"]: p["sha256"] for p in lock.get("patches", [])}
-    current = {p["name"]: p["sha256"] for p in (a.record() for a in plan.patches if a.kind == "diff")}
-    for name, digest in current.items():
+    current = {p["name"]: p["sha256"] for p in diff_records(plan)}
+    for name, sha in current.items():
         if name not in locked_patches:
             problems.append(f"patch {name} is not in the lock")
-        elif locked_patches[name] != digest:
-            problems.append(f"patch {name} changed: sha256 {digest[:16]}, the lock has {locked_patches[name][:16]}")
+        elif locked_patches[name] != sha:
+            problems.append(f"patch {name} changed: sha256 {sha[:16]}, the lock has {locked_patches[name][:16]}")
     for name in locked_patches.keys() - current.keys():
         problems.append(f"patch {name} is in the lock but no longer applied")
     if lock.get("options") != plan.options:
@@ -93,14 +84,15 @@ def check_locked_source(lock: dict[str, Any], plan: Plan, identity: str) -> None
     """After the ref is resolved, before any tree is checked out: the same commit (or folder contents)."""
     locked = lock.get("source", {})
     problems = []
-    if plan.source.kind == "git":
-        if locked.get("kind") != "git" or locked.get("url") != plan.source.url:
-            problems.append(f"source is {plan.source.url}, the lock has {locked.get('url') or locked.get('kind')}")
+    source = plan.source
+    if isinstance(source, GitSource):
+        if locked.get("kind") != "git" or locked.get("url") != source.url:
+            problems.append(f"source is {source.url}, the lock has {locked.get('url') or locked.get('kind')}")
         elif locked.get("commit") != identity:
-            problems.append(f"source {plan.source.url} @ {plan.source.ref or 'HEAD'} resolves to {identity}, "
+            problems.append(f"source {source.url} @ {source.ref or 'HEAD'} resolves to {identity}, "
                             f"the lock has {locked.get('commit')}")
     elif locked.get("fingerprint") != identity:
-        problems.append(f"source folder {plan.source.directory} changed since it was locked")
+        problems.append(f"source folder {source.directory} changed since it was locked")
     _refuse(lock, problems)
 
 

@@ -1,6 +1,9 @@
 """Recipe + host + options -> Plan: every action with its concrete values. Pure: runs nothing.
 
-`rocbuild plan` prints this; the engine executes exactly this.
+`rocbuild plan` prints this; the engine executes exactly this. Patches and
+checks are closed unions of one dataclass per kind, steps carry a Literal
+kind: `match` with `assert_never` makes the type checker prove that every
+consumer handles every kind.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
@@ -20,10 +23,10 @@ from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
-from rocbuild.recipe.lookup import patch_dirs_for
-from rocbuild.recipe.load import SHA_RE
-from rocbuild.recipe.model import Recipe
+from rocbuild.recipe.files import patch_dirs_for
+from rocbuild.recipe.model import Entry, Recipe
 from rocbuild.render import PythonView, Renderer, RocmView
+from rocbuild.source import SHA_RE, DirSource, GitSource, SourceSpec, check_ref
 from rocbuild.wheels import LOCAL_LABEL_RE
 
 PYTHON_ALIASES = ("python", "python3")
@@ -36,6 +39,13 @@ IMPORT_CHECK = (
 )
 # A verify `import:` entry: import one module by name, from the scratch install.
 IMPORT_ONE = "import importlib, sys; importlib.import_module(sys.argv[1]); print('imported', sys.argv[1])"
+# Where the location-free rendering behind a build identity pretends to work: no real folder, the
+# same everywhere, so one recipe on two machines of the same kind has one identity.
+CANONICAL_ROOT = Path("/rocbuild-canonical")
+# Base environment variables that say where tools and caches are, not what is built: the toolchain
+# and the target python are their own identity fields.
+LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPILER_LAUNCHER",
+                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER"})
 
 
 @dataclass(frozen=True)
@@ -51,78 +61,180 @@ class Host:
     ccache: str | None = None  # ccache's path when it is installed: compilers are launched through it
 
 
-@dataclass(frozen=True)
-class SourceSpec:
-    kind: str  # "git" or "dir"
-    url: str | None = None
-    ref: str | None = None
-    commit: str | None = None
-    submodules: bool = False
-    mirror: str | None = None
-    directory: str | None = None
-    ref_overridden: bool = False
-
-    def commands(self, dest: str) -> list[list[str]]:
-        """The git commands the fetch amounts to (run through GitPython), for display."""
-        if self.kind == "dir":
-            return []
-        ref = self.commit or self.ref or "HEAD"
-        cmds = [
-            ["git", "clone", "--mirror", self.url, self.mirror],
-            ["git", "-C", self.mirror, "fetch", "--prune", "origin"],
-            ["git", "clone", "--shared", "--no-checkout", self.mirror, dest],
-            ["git", "-C", dest, "checkout", "--detach", ref],
-        ]
-        if self.submodules:
-            cmds.append(["git", "-C", dest, "submodule", "update", "--init", "--recursive"])
-        return cmds
+# -- patches ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class PatchAction:
-    kind: str  # diff | replace | link
-    params: dict[str, Any]
+class DiffPatch:
+    name: str  # as the recipe gives it, e.g. horovod/0001-fix.patch
+    path: str  # the file found for it
+    sha256: str
     where: str  # recipe position, for messages
 
-    def describe(self) -> str:
-        p = self.params
-        if self.kind == "diff":
-            return f"diff {p['name']} (sha256 {p['sha256'][:12]}): {shlex.join(p['argv'])}"
-        if self.kind == "replace":
-            mode = "regex" if p["regex"] else "text"
-            count = f", expecting {p['count']}" if p["count"] else ""
-            return f"replace in {p['file']} ({mode}{count}): {p['find']!r} -> {p['with']!r}"
-        if self.kind == "copy":
-            return f"copy {p['from']} to {p['to']} (in the tree; the original is only read)"
-        return f"link {p['from']} into {p['into']}/ (replacing existing links)"
+    @property
+    def check_argv(self) -> tuple[str, ...]:
+        return ("git", "apply", "--check", "-p1", self.path)
 
-    def record(self) -> dict[str, Any]:
-        """What identifies this patch in provenance and lock files: a diff by its file's sha256."""
-        p = self.params
-        if self.kind == "diff":
-            return {"kind": "diff", "name": p["name"], "sha256": p["sha256"]}
-        digest = hashlib.sha256(json.dumps(p, sort_keys=True).encode()).hexdigest()
-        return {"kind": self.kind, "sha256": digest, "where": self.where}
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return ("git", "apply", "-p1", self.path)
+
+    @property
+    def reverse_check_argv(self) -> tuple[str, ...]:
+        return ("git", "apply", "--reverse", "--check", "-p1", self.path)
+
+    def describe(self) -> str:
+        return f"diff {self.name} (sha256 {self.sha256[:12]}): {shlex.join(self.argv)}"
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "diff", "name": self.name, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class ReplacePatch:
+    file: str
+    find: str
+    replacement: str
+    regex: bool
+    count: int | None
+    where: str
+
+    def describe(self) -> str:
+        mode = "regex" if self.regex else "text"
+        count = f", expecting {self.count}" if self.count else ""
+        return f"replace in {self.file} ({mode}{count}): {self.find!r} -> {self.replacement!r}"
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "replace", "file": self.file, "find": self.find, "with": self.replacement,
+                "regex": self.regex, "count": self.count}
+
+
+@dataclass(frozen=True)
+class LinkPatch:
+    source_glob: str  # `from:`, outside the tree (a ROCm CMake module, say)
+    into: str  # a folder in the tree
+    where: str
+
+    def describe(self) -> str:
+        return f"link {self.source_glob} into {self.into}/ (replacing existing links)"
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "link", "from": self.source_glob, "into": self.into}
+
+
+@dataclass(frozen=True)
+class CopyPatch:
+    source: str  # `from:`, a file outside the tree, only read
+    to: str  # its place in the tree
+    where: str
+
+    def describe(self) -> str:
+        return f"copy {self.source} to {self.to} (in the tree; the original is only read)"
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "copy", "from": self.source, "to": self.to}
+
+
+PatchAction = DiffPatch | ReplacePatch | LinkPatch | CopyPatch
+
+
+def patch_record(patch: PatchAction) -> dict[str, Any]:
+    """What pins a patch in provenance and lock files: a diff by its file's sha256, others by their
+    rendered parameters' sha256 and recipe position."""
+    if isinstance(patch, DiffPatch):
+        return patch.identity()
+    digest = hashlib.sha256(json.dumps(patch.identity(), sort_keys=True).encode()).hexdigest()
+    return {"kind": patch.identity()["kind"], "sha256": digest, "where": patch.where}
+
+
+# -- steps ------------------------------------------------------------------
+
+StepKind = Literal["cmake", "cmake-build", "make", "run", "shell", "wheel"]
 
 
 @dataclass(frozen=True)
 class Step:
     name: str
-    kind: str
-    argv: tuple[str, ...] | None
+    kind: StepKind
+    argv: tuple[str, ...] | None  # None for a shell step
     cwd: str
     env: dict[str, str]
     shell: str | None = None
     where: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
+    wheel_dir: str | None = None  # a wheel step's own output folder, emptied before it runs
 
     def command_line(self) -> str:
         return self.shell if self.shell is not None else shlex.join(self.argv or ())
 
     def identity(self) -> dict[str, Any]:
-        """What decides whether a finished step must run again."""
+        """What decides whether a finished step must run again (chained after the prepared tree)."""
         return {"name": self.name, "kind": self.kind, "argv": self.argv, "shell": self.shell,
-                "cwd": self.cwd, "env": self.env, "detail": self.detail}
+                "cwd": self.cwd, "env": self.env, "wheel_dir": self.wheel_dir}
+
+
+# -- checks -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeObjectsCheck:
+    """Every ELF: no CUDA library, one ROCm major; device code covers `archs`; `files` carry it."""
+
+    name: str
+    where: str
+    archs: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    built_in: bool = False  # the check every wheel gets; its findings go into the manifest
+
+
+@dataclass(frozen=True)
+class WheelContainsCheck:
+    name: str
+    where: str
+    glob: str
+
+
+@dataclass(frozen=True)
+class CommandCheck:
+    name: str
+    where: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    expect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportCheck:
+    """Imports a module from the scratch install; skipped without a usable GPU."""
+
+    name: str
+    where: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    module: str
+
+
+Check = CodeObjectsCheck | WheelContainsCheck | CommandCheck | ImportCheck
+
+
+def check_identity(check: Check) -> dict[str, Any]:
+    match check:
+        case CodeObjectsCheck():
+            return {"kind": "code-objects", "name": check.name, "archs": check.archs, "files": check.files,
+                    "links": check.links, "built_in": check.built_in}
+        case WheelContainsCheck():
+            return {"kind": "wheel-contains", "name": check.name, "glob": check.glob}
+        case CommandCheck():
+            return {"kind": "command", "name": check.name, "argv": check.argv, "env": check.env,
+                    "expect": check.expect}
+        case ImportCheck():
+            return {"kind": "import", "name": check.name, "argv": check.argv, "env": check.env,
+                    "module": check.module}
+        case _:
+            assert_never(check)
+
+
+# -- the plan ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -137,6 +249,18 @@ class Requirements:
 
 
 @dataclass(frozen=True)
+class Rendered:
+    """What the recipe does to a build, rendered at CANONICAL_ROOT with one job and no ccache: the
+    same on every machine of a kind. The build identity takes its fields from here."""
+
+    env: dict[str, str]
+    patches: tuple[dict[str, Any], ...]
+    steps: tuple[dict[str, Any], ...]
+    checks: tuple[dict[str, Any], ...]
+    local_label: str
+
+
+@dataclass(frozen=True)
 class Plan:
     recipe: Recipe
     host: Host
@@ -148,9 +272,9 @@ class Plan:
     base_env: dict[str, str]
     patches: tuple[PatchAction, ...]
     steps: tuple[Step, ...]
-    verify: tuple[Step, ...]
+    verify: tuple[Check, ...]
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
-    cache_basis: dict[str, Any] | None = None  # the rendered recipe as the build cache key sees it
+    rendered: Rendered = field(default_factory=lambda: Rendered({}, (), (), (), ""))
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -164,11 +288,12 @@ class Plan:
         return self.recipe.output
 
     @property
-    def has_wheel_steps(self) -> bool:
-        return any(s.kind == "wheel" for s in self.steps)
+    def wheel_steps(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.kind == "wheel")
 
-    def prepare_identity(self) -> dict[str, Any]:
-        return {"source": asdict(self.source), "patches": [asdict(p) for p in self.patches]}
+    @property
+    def has_wheel_steps(self) -> bool:
+        return bool(self.wheel_steps)
 
     def to_json(self) -> dict[str, Any]:
         r = self.host.rocm
@@ -185,22 +310,31 @@ class Plan:
             "out": str(self.out),
             "requirements": asdict(self.requirements),
             "env": self.base_env,
-            "source": {**asdict(self.source), "dest": str(self.work.src),
-                       "commands": self.source.commands(str(self.work.src))},
-            "patches": [{"kind": p.kind, **p.params} for p in self.patches],
+            "source": _source_json(self.source, self.work.src),
+            "patches": [{**p.identity(), "where": p.where} for p in self.patches],
             "steps": [_step_json(s) for s in self.steps],
-            "verify": [_step_json(s) for s in self.verify],
+            "verify": [{**check_identity(c), "where": c.where} for c in self.verify],
             "local_version": self.local_label or None,
         }
 
 
+def _source_json(source: SourceSpec, dest: Path) -> dict[str, Any]:
+    match source:
+        case GitSource():
+            return {"kind": "git", **asdict(source), "dest": str(dest), "commands": source.commands(str(dest))}
+        case DirSource():
+            return {"kind": "dir", "directory": source.directory, "dest": str(dest), "commands": []}
+        case _:
+            assert_never(source)
+
+
 def _step_json(step: Step) -> dict[str, Any]:
-    out = {"name": step.name, "kind": step.kind, "argv": list(step.argv) if step.argv else None,
-           "cwd": step.cwd, "env": step.env}
+    out: dict[str, Any] = {"name": step.name, "kind": step.kind, "argv": list(step.argv) if step.argv else None,
+                           "cwd": step.cwd, "env": step.env, "where": step.where}
     if step.shell is not None:
         out["shell"] = step.shell
-    if step.detail:
-        out.update(step.detail)
+    if step.wheel_dir is not None:
+        out["wheel_dir"] = step.wheel_dir
     return out
 
 
@@ -216,7 +350,25 @@ def make_plan(
     cache: Path | None = None,
     local_version: str | None = None,
 ) -> Plan:
-    ctx = {
+    """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it."""
+    plan = _render(recipe, host, options, work, out, ref=ref, source_dir=source_dir, cache=cache,
+                   local_version=local_version)
+    canonical = _render(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
+                        WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
+                        source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version)
+    rendered = Rendered(
+        env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
+        patches=tuple(p.identity() for p in canonical.patches),
+        steps=tuple(s.identity() for s in canonical.steps),
+        checks=tuple(check_identity(c) for c in canonical.verify),
+        local_label=canonical.local_label,
+    )
+    return replace(plan, rendered=rendered)
+
+
+def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
+            ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None) -> Plan:
+    ctx: dict[str, Any] = {
         "archs": list(host.archs),
         "arch": host.archs[0] if host.archs else "",
         "rocm": RocmView(host.rocm),
@@ -248,7 +400,7 @@ def make_plan(
         if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
 
-    def names(items) -> tuple[str, ...]:
+    def names(items: tuple[Any, ...]) -> tuple[str, ...]:
         return tuple(r.text(c.value, c.pos, c.pos.key) for c in items
                      if r.condition(c.when, c.pos, f"{c.pos.key}.when"))
 
@@ -266,24 +418,20 @@ def make_plan(
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r)
     patches = tuple(_patch(recipe, e, r) for e in recipe.patches if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
 
-    steps = []
-    for entry in recipe.steps:
-        if not r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"):
-            continue
-        steps.append(_step(entry, r, host, work))
+    steps = tuple(_step(entry, r, host, work) for entry in recipe.steps
+                  if r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"))
     entries = [e for e in recipe.verify if r.condition(e.when, e.pos, f"{e.pos.key}.when")]
     opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
-    verify = []
+    verify: list[Check] = []
     if any(s.kind == "wheel" for s in steps):
         # Every wheel: nothing links CUDA, and device code covers every arch unless the recipe says
         # it has none of its own (`code-objects: false`).
-        archs = [] if opted_out else list(host.archs)
+        archs = () if opted_out else tuple(host.archs)
         where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
-        verify.append(Step("device-code", "code-objects", None, str(work.src), {}, where=where,
-                           detail={"archs": archs, "files": [], "built_in": True}))
-    verify += [_verify_step(e, r, host, work) for e in entries if e not in opted_out]
+        verify.append(CodeObjectsCheck("device-code", where, archs, built_in=True))
+    verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
-                tuple(steps), tuple(verify), _local_label(recipe, host, r, local_version))
+                steps, tuple(verify), _local_label(recipe, host, r, local_version))
 
 
 def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dict[str, str]:
@@ -294,31 +442,6 @@ def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dic
     for lang in ("C", "CXX", "HIP"):
         env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = ccache
     return env
-
-
-# Where the canonical plan behind a cache key pretends to work: no real folder, the same everywhere.
-CANONICAL_ROOT = Path("/rocbuild-canonical")
-
-
-def cache_basis(recipe: Recipe, host: Host, options: dict[str, Any], *, ref: str | None = None,
-                source_dir: Path | None = None, local_version: str | None = None) -> dict[str, Any]:
-    """The plan rendered with everything that only says where or how fast a build runs held fixed
-    (work folder, job count, ccache, GPU access, PATH, file locations), for the build cache key."""
-    canonical = make_plan(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
-                          WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
-                          source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version)
-    data = canonical.to_json()
-    for key in ("work", "out", "jobs", "gpu"):
-        data.pop(key)
-    data["recipe"].pop("path")
-    data["env"].pop("PATH", None)
-    # The resolved commit joins the key later; the ref's name and the pin only lead to it.
-    for key in ("ref", "commit", "ref_overridden", "mirror", "dest", "commands"):
-        data["source"].pop(key, None)
-    for patch in data["patches"]:
-        for key in ("path", "argv", "check_argv"):
-            patch.pop(key, None)
-    return data
 
 
 def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
@@ -336,41 +459,42 @@ def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) 
     return label
 
 
-def _verify_step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
+def _verify_step(entry: Entry, r: Renderer, host: Host) -> Check:
     name, where, env, body = entry.name or "verify", entry.pos.describe(), _entry_env(entry, r), entry.body
     key = f"{entry.pos.key}.{entry.kind}"
-    if entry.kind == "command":
-        argv = _python_alias([r.text(a, entry.pos, key) for a in body["argv"]], host)
-        expect = [r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in body["expect"]]
-        return Step(name, "command", tuple(argv), str(work.src), env, where=where, detail={"expect": expect})
-    if entry.kind == "import":
-        module = r.text(body["module"], entry.pos, key)
-        argv = (host.python.executable, "-c", IMPORT_ONE, module)
-        return Step(name, "import", argv, str(work.src), env, where=where, detail={"module": module, "needs_gpu": True})
-    if entry.kind == "wheel-contains":
-        return Step(name, "wheel-contains", None, str(work.src), env, where=where,
-                    detail={"glob": r.text(body["glob"], entry.pos, key)})
-    archs = [r.text(a, entry.pos, key) for a in body["archs"]] if body["archs"] is not None else list(host.archs)
-    try:
-        archs = parse_arch_list(",".join(archs))
-    except UsageError as exc:
-        raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
-                          key=f"{key}.archs", value=archs, accepted="gfx targets such as gfx90a") from None
-    return Step(name, "code-objects", None, str(work.src), env, where=where,
-                detail={"archs": archs, "files": [r.text(f, entry.pos, key) for f in body["files"]],
-                        "links": list(body["links"])})
+    match entry.kind:
+        case "command":
+            argv = _python_alias([r.text(a, entry.pos, key) for a in body["argv"]], host)
+            expect = tuple(r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in body["expect"])
+            return CommandCheck(name, where, tuple(argv), env, expect)
+        case "import":
+            module = r.text(body["module"], entry.pos, key)
+            return ImportCheck(name, where, (host.python.executable, "-c", IMPORT_ONE, module), env, module)
+        case "wheel-contains":
+            return WheelContainsCheck(name, where, r.text(body["glob"], entry.pos, key))
+        case "code-objects":
+            wanted = ([r.text(a, entry.pos, key) for a in body["archs"]] if body["archs"] is not None
+                      else list(host.archs))
+            try:
+                archs = parse_arch_list(",".join(wanted))
+            except UsageError as exc:
+                raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
+                                  key=f"{key}.archs", value=wanted, accepted="gfx targets such as gfx90a") from None
+            return CodeObjectsCheck(name, where, tuple(archs), tuple(r.text(f, entry.pos, key) for f in body["files"]),
+                                    tuple(body["links"]))
+        case _:
+            raise AssertionError(f"not a verify kind: {entry.kind}")  # the loader admits no other
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
             cache: Path | None, r: Renderer) -> SourceSpec:
     if source_dir is not None:
-        return SourceSpec("dir", directory=str(Path(source_dir).resolve()))
+        return DirSource(str(Path(source_dir).resolve()))
     src = recipe.source
     if src.path is not None:
-        return SourceSpec("dir", directory=str((recipe.directory / src.path).resolve()))
+        return DirSource(str((recipe.directory / src.path).resolve()))
+    assert src.git is not None  # the loader requires exactly one of git and path
     if ref is not None and not overridden:
-        from rocbuild.steps.fetch import check_ref  # fetch imports this module
-
         try:
             check_ref(ref, "source.ref")
         except UsageError as exc:
@@ -380,29 +504,33 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
     if commit is not None and not SHA_RE.match(commit):
         raise RecipeError("source.commit renders to something that is not a commit id", file=str(recipe.path),
                           key="source.commit", value=commit, accepted="7 to 40 hexadecimal digits")
-    return SourceSpec(
-        "git", url=src.git, ref=ref, commit=commit,
-        submodules=src.submodules, mirror=str(mirror_path(src.git, cache)), ref_overridden=overridden,
-    )
+    return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
+                     submodules=src.submodules, ref_overridden=overridden)
 
 
-def _patch(recipe: Recipe, entry, r: Renderer) -> PatchAction:
+def _patch(recipe: Recipe, entry: Entry, r: Renderer) -> PatchAction:
     key = f"{entry.pos.key}.{entry.kind}"
     where = entry.pos.describe()
-    if entry.kind == "diff":
-        dirs = recipe.patch_dirs or patch_dirs_for(recipe.path)
-        path = next((d / entry.body for d in dirs if (d / entry.body).is_file()), None)
-        if path is None:  # the loader checked; the file went away since
-            raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
-                              column=entry.pos.column, key=key, value=entry.body)
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        return PatchAction("diff", {
-            "name": entry.body, "path": str(path), "sha256": digest,
-            "check_argv": ["git", "apply", "--check", "-p1", str(path)],
-            "argv": ["git", "apply", "-p1", str(path)],
-        }, where)
-    params = r.tree(dict(entry.body), entry.pos, key)
-    return PatchAction(entry.kind, params, where)
+    match entry.kind:
+        case "diff":
+            dirs = recipe.patch_dirs or tuple(patch_dirs_for(recipe.path))
+            path = next((d / entry.body for d in dirs if (d / entry.body).is_file()), None)
+            if path is None:  # the loader checked; the file went away since
+                raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
+                                  column=entry.pos.column, key=key, value=entry.body)
+            return DiffPatch(entry.body, str(path), hashlib.sha256(path.read_bytes()).hexdigest(), where)
+        case "replace":
+            b = entry.body
+            return ReplacePatch(r.text(b["file"], entry.pos, f"{key}.file"), r.text(b["find"], entry.pos, f"{key}.find"),
+                                r.text(b["with"], entry.pos, f"{key}.with"), b["regex"], b["count"], where)
+        case "link":
+            return LinkPatch(r.text(entry.body["from"], entry.pos, f"{key}.from"),
+                             r.text(entry.body["into"], entry.pos, f"{key}.into"), where)
+        case "copy":
+            return CopyPatch(r.text(entry.body["from"], entry.pos, f"{key}.from"),
+                             r.text(entry.body["to"], entry.pos, f"{key}.to"), where)
+        case _:
+            raise AssertionError(f"not a patch kind: {entry.kind}")  # the loader admits no other
 
 
 def _python_alias(argv: list[str], host: Host) -> list[str]:
@@ -412,7 +540,7 @@ def _python_alias(argv: list[str], host: Host) -> list[str]:
     return argv
 
 
-def _entry_env(entry, r: Renderer) -> dict[str, str]:
+def _entry_env(entry: Entry, r: Renderer) -> dict[str, str]:
     env = {}
     for name, cond in entry.env:
         if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
@@ -420,7 +548,7 @@ def _entry_env(entry, r: Renderer) -> dict[str, str]:
     return env
 
 
-def _step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
+def _step(entry: Entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
     key = f"{entry.pos.key}.{entry.kind}"
     src = str(work.src)
 
@@ -432,49 +560,53 @@ def _step(entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
     cwd = path_in_src(r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, src)
     env = _entry_env(entry, r)
     where = entry.pos.describe()
-    kind = entry.kind
-    if kind == "shell":
-        script = r.text(entry.body, entry.pos, key, shell=True)
-        return Step(entry.name, kind, None, cwd, env, shell=script, where=where)
-    if kind == "run":
-        argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
-        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
-
-    body = r.tree(dict(entry.body), entry.pos, key)
-    if kind == "cmake":
-        source = path_in_src(body.get("source"), src)
-        build = path_in_src(body.get("build"), str(work.build))
-        argv = ["cmake", "-S", source, "-B", build]
-        if body.get("generator"):
-            argv += ["-G", body["generator"]]
-        defines = dict(body.get("defines", {}))
-        # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
-        if host.rocm.hip_compiler:
-            defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
-            defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
-        argv += [f"-D{k}={v}" for k, v in defines.items()]
-        argv += list(body.get("args", []))
-        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
-    if kind == "cmake-build":
-        argv = ["cmake", "--build", path_in_src(body.get("dir"), str(work.build))]
-        if body.get("target"):
-            argv += ["--target", body["target"]]
-        if body.get("config"):
-            argv += ["--config", body["config"]]
-        argv += ["--parallel", str(body.get("jobs") or host.jobs)]
-        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
-    if kind == "make":
-        argv = ["make", "-C", path_in_src(body.get("dir"), src), f"-j{body.get('jobs') or host.jobs}"]
-        if body.get("target"):
-            argv.append(body["target"])
-        argv += list(body.get("args", []))
-        return Step(entry.name, kind, tuple(argv), cwd, env, where=where)
-    if kind == "wheel":
-        project = path_in_src(body.get("dir"), src)
-        outdir = str(work.dist / entry.name)
-        argv = [host.python.executable, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
-                "--disable-pip-version-check", "-w", outdir]
-        argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
-        argv += list(body.get("args", []))
-        return Step(entry.name, kind, tuple(argv), cwd, env, where=where, detail={"wheel_dir": outdir})
-    raise AssertionError(f"unknown step kind {kind}")  # pragma: no cover - the loader admits no other
+    name = entry.name or entry.kind
+    match entry.kind:
+        case "shell":
+            return Step(name, "shell", None, cwd, env, shell=r.text(entry.body, entry.pos, key, shell=True),
+                        where=where)
+        case "run":
+            argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
+            return Step(name, "run", tuple(argv), cwd, env, where=where)
+        case "cmake":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            source = path_in_src(body.get("source"), src)
+            build = path_in_src(body.get("build"), str(work.build))
+            argv = ["cmake", "-S", source, "-B", build]
+            if body.get("generator"):
+                argv += ["-G", body["generator"]]
+            defines = dict(body.get("defines", {}))
+            # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
+            if host.rocm.hip_compiler:
+                defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
+                defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
+            argv += [f"-D{k}={v}" for k, v in defines.items()]
+            argv += list(body.get("args", []))
+            return Step(name, "cmake", tuple(argv), cwd, env, where=where)
+        case "cmake-build":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            argv = ["cmake", "--build", path_in_src(body.get("dir"), str(work.build))]
+            if body.get("target"):
+                argv += ["--target", body["target"]]
+            if body.get("config"):
+                argv += ["--config", body["config"]]
+            argv += ["--parallel", str(body.get("jobs") or host.jobs)]
+            return Step(name, "cmake-build", tuple(argv), cwd, env, where=where)
+        case "make":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            argv = ["make", "-C", path_in_src(body.get("dir"), src), f"-j{body.get('jobs') or host.jobs}"]
+            if body.get("target"):
+                argv.append(body["target"])
+            argv += list(body.get("args", []))
+            return Step(name, "make", tuple(argv), cwd, env, where=where)
+        case "wheel":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            project = path_in_src(body.get("dir"), src)
+            outdir = str(work.dist / name)
+            argv = [host.python.executable, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-w", outdir]
+            argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
+            argv += list(body.get("args", []))
+            return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir)
+        case _:
+            raise AssertionError(f"not a step kind: {entry.kind}")  # the loader admits no other

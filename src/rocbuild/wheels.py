@@ -3,8 +3,7 @@
 The .dist-info and .data folders are renamed with the new version, METADATA's
 Version header follows, signatures of the old RECORD are dropped (they no
 longer match), and members are streamed so a large library is never held in
-memory. Everything that lands in a wheelhouse goes through write_atomically, and so
-do rocbuild's own small files (stamps, locks, the recipe source registry).
+memory; the rewritten wheel is written atomically (fsutil).
 """
 
 from __future__ import annotations
@@ -13,25 +12,22 @@ import base64
 import fcntl
 import hashlib
 import json
-import os
 import re
-import shutil
-import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from rocbuild.errors import StepFailed
+from rocbuild.fsutil import CHUNK, write_atomically, write_text_atomically
 
 # A PEP 440 local version label, as rocbuild accepts it (rocm6.1, g1234.rocm6.1).
 LOCAL_LABEL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 PROVENANCE = "rocbuild-provenance.json"
 MANIFEST = "rocbuild-manifest.json"
-CHUNK = 1 << 20
 
 
 def relabel(version: str, label: str) -> str:
@@ -169,40 +165,3 @@ def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
         data["wheels"] = {k: data["wheels"][k] for k in sorted(data["wheels"]) if (wheelhouse / k).exists()}
         write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
-
-
-def copy_atomically(src: Path, dest: Path) -> Path:
-    def write(fh) -> None:
-        with open(src, "rb") as f:
-            shutil.copyfileobj(f, fh, CHUNK)
-    return write_atomically(dest, write)
-
-
-def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Write dest through a temporary file beside it and a rename: a reader never sees a
-    partial file, and a failure leaves nothing. The file gets 0666 less the umask (not
-    mkstemp's 0600): wheels and manifests are for everyone to read."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return dest
-
-
-def write_text_atomically(dest: Path, text: str) -> Path:
-    return write_atomically(dest, lambda fh: fh.write(text.encode()))
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()

@@ -180,12 +180,11 @@ def test_ccache_catches_hipcc_called_by_name(cli, tmp_path):
 
 def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     """mamba-ssm built against torch 2.4 must not be reused for torch 2.5 in the same venv."""
-    from rocbuild.buildcache import cache_inputs, cache_key
+    from rocbuild.build.requirements import probe_torch
     from rocbuild.cli import build_parser
     from rocbuild.commands import make_build_plan
-    from rocbuild.engine import Engine
-    from rocbuild.progress import Progress
-    from rocbuild.runner import Runner
+    from rocbuild.identity import build_identity, toolchain_of
+    from rocbuild.proc import Runner
     from tests.pyenv_trees import TORCHES, make_venv
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
@@ -194,8 +193,10 @@ def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     def key() -> str:
         args = build_parser().parse_args(["build", "mamba-ssm", "--arch", "gfx90a", "--rocm", str(rocm61),
                                           "--python", str(python), "--work", str(tmp_path / "w")])
-        engine = Engine(make_build_plan(args), Runner(), Progress(quiet=True))
-        return cache_key(cache_inputs(engine.plan.cache_basis, "0" * 40, {}, engine._torch_identity()))
+        plan = make_build_plan(args)
+        env = probe_torch(plan, Runner(), tmp_path / "probe.log")  # the engine's own probe, really run
+        toolchain = toolchain_of(plan.host.rocm, lambda argv: None)
+        return build_identity(plan, "0" * 40, toolchain, env.torch if env else None, {}).key()
 
     before = key()
     assert key() == before

@@ -7,14 +7,16 @@ import os
 import pytest
 
 from rocbuild.errors import StepFailed
-from rocbuild.steps.patch import apply_link, apply_replace
+from rocbuild.build.patch import apply_link, apply_replace
+from rocbuild.plan import LinkPatch, ReplacePatch
 
 HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n#endif\n"
 
 
-def replace(**kw):
-    return {"file": "ops.h", "find": "#include <rccl.h>", "with": "#include <rccl/rccl.h>",
-            "regex": False, "count": None, **kw}
+def replace(**kw) -> ReplacePatch:
+    fields = {"file": "ops.h", "find": "#include <rccl.h>", "with": "#include <rccl/rccl.h>",
+              "regex": False, "count": None, **kw}
+    return ReplacePatch(fields["file"], fields["find"], fields["with"], fields["regex"], fields["count"], "t")
 
 
 @pytest.mark.parametrize("params", [
@@ -64,8 +66,8 @@ def test_link_links_every_match_and_replaces_links(tmp_path):
     tree = tmp_path / "tree"
     (tree / "cmake" / "Modules").mkdir(parents=True)
     params = {"from": f"{hip}/FindHIP*", "into": "cmake/Modules"}
-    apply_link(params, tree)
-    apply_link(params, tree)  # a re-run replaces the links themselves
+    apply_link(LinkPatch(params["from"], params["into"], "t"), tree)
+    apply_link(LinkPatch(params["from"], params["into"], "t"), tree)  # a re-run replaces the links themselves
     mods = tree / "cmake" / "Modules"
     assert sorted(os.listdir(mods)) == ["FindHIP", "FindHIP.cmake"]
     assert os.readlink(mods / "FindHIP") == str(hip / "FindHIP")
@@ -79,10 +81,10 @@ def test_link_refuses_to_replace_real_files(tmp_path):
     (tree / "m").mkdir(parents=True)
     (tree / "m" / "FindHIP.cmake").write_text("mine\n")
     with pytest.raises(StepFailed, match="not a link"):
-        apply_link({"from": f"{hip}/FindHIP.cmake", "into": "m"}, tree)
+        apply_link(LinkPatch(f"{hip}/FindHIP.cmake", "m", "t"), tree)
     assert (tree / "m" / "FindHIP.cmake").read_text() == "mine\n"
 
 
 def test_link_without_match(tmp_path):
     with pytest.raises(StepFailed, match="nothing matches"):
-        apply_link({"from": f"{tmp_path}/none/FindHIP*", "into": "m"}, tmp_path)
+        apply_link(LinkPatch(f"{tmp_path}/none/FindHIP*", "m", "t"), tmp_path)

@@ -132,7 +132,7 @@ def test_hello_hip_plan(cli, rocm61, tmp_path):
     checks = {v["name"]: v for v in plan["verify"]}
     assert checks["device-code"]["archs"] == ["gfx90a", "gfx1030"]
     assert checks["kernel-module"]["files"] == ["hello_hip/_core*.so"]
-    assert checks["import"]["argv"][-1] == "hello_hip" and checks["import"]["needs_gpu"]
+    assert checks["import"]["argv"][-1] == "hello_hip" and checks["import"]["kind"] == "import"
 
 
 @pytest.mark.parametrize("recipe_line, cli_args, expected", [

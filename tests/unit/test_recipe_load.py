@@ -8,7 +8,7 @@ import pytest
 
 from rocbuild.errors import RecipeError
 from rocbuild.recipe import load_recipe
-from rocbuild.recipe.lookup import data_dir
+from rocbuild.recipe.files import data_dir
 
 BAD = Path(__file__).parent.parent / "data" / "bad"
 

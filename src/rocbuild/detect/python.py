@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.errors import UsageError
+from rocbuild.proc import query_process
 
 GIB = 1 << 30
 # HIP device compilation of real extensions peaks around 2 GiB per compiler process.
@@ -22,7 +22,7 @@ class PythonInfo:
     version: str  # "3.11"
     tag: str  # "cp311"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"executable": self.executable, "version": self.version}
 
 
@@ -33,13 +33,11 @@ def find_python(option: str | None = None) -> PythonInfo:
     exe = shutil.which(option) or option
     if not Path(exe).is_file() or not os.access(exe, os.X_OK):
         raise UsageError(f"--python {option}: no such executable", hint="give a path or a name on PATH, e.g. python3.11")
-    try:
-        proc = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError(f"--python {option}: cannot run it ({exc})") from None
+    proc = query_process([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+    if isinstance(proc, str):
+        raise UsageError(f"--python {option}: cannot run it ({proc})")
     version = proc.stdout.strip()
-    if proc.returncode != 0 or not version:
+    if proc.exit_code != 0 or not version:
         raise UsageError(f"--python {option}: not a working Python interpreter")
     major, minor = version.split(".")
     return PythonInfo(str(Path(exe).absolute()), version, f"cp{major}{minor}")

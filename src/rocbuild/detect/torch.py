@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 
 from rocbuild.detect.rocm import RocmVersion
+from rocbuild.proc import query_process
 
 # Run by the target python (stdlib only); prints one JSON object.
 PROBE = r"""
@@ -133,13 +133,11 @@ def probe_argv(python: str) -> tuple[str, ...]:
 
 def probe_python(python: str) -> PythonEnv | str:
     """Run the probe; a PythonEnv, or the reason it could not run."""
-    try:
-        # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
-        proc = subprocess.run(probe_argv(python), capture_output=True, text=True, timeout=120, cwd="/",
-                              stdin=subprocess.DEVNULL, errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"cannot run {python}: {exc}"
-    if proc.returncode != 0:
+    # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
+    proc = query_process(probe_argv(python), timeout=120, cwd="/")
+    if isinstance(proc, str):
+        return proc
+    if proc.exit_code != 0:
         return f"{python} failed to run the probe: {proc.stderr.strip()[-500:]}"
     try:
         return parse_probe(proc.stdout)

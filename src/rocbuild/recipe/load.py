@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jinja2
 import yaml
@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from rocbuild import templating
-from rocbuild.errors import RecipeError
+from rocbuild.errors import RecipeError, UsageError
 from rocbuild.recipe.model import (
     SCHEMA_VERSION,
     Conditional,
@@ -29,13 +29,17 @@ from rocbuild.recipe.model import (
     Source,
 )
 from rocbuild.recipe.extends import MergeError, merge
+from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
+from rocbuild.source import SHA_RE
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
 from rocbuild.wheels import LOCAL_LABEL_RE
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
-SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+# Finds the recipe an `extends: NAME` means, searching `beside` first; raises UsageError (with a
+# "did you mean" hint) when there is none. The catalog provides the real one.
+RecipeFinder = Callable[[str, Path], Path]
 
 TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
@@ -68,7 +72,7 @@ MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
 
 
-def load_recipe(path: str | Path) -> Recipe:
+def load_recipe(path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -76,17 +80,26 @@ def load_recipe(path: str | Path) -> Recipe:
         raise RecipeError("recipe file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeError(f"cannot read recipe: {exc}", file=str(path)) from None
-    return load_recipe_text(text, path)
+    return load_recipe_text(text, path, find_recipe)
 
 
-def load_recipe_text(text: str, path: str | Path) -> Recipe:
-    return _Loader(text, Path(path)).load()
+def load_recipe_text(text: str, path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
+    return _Loader(text, Path(path), find_recipe or _same_folder).load()
+
+
+def _same_folder(name: str, beside: Path) -> Path:
+    """Without a catalog, `extends: NAME` finds only recipes in the extending recipe's own folder."""
+    for suffix in RECIPE_SUFFIXES:
+        if (beside / (name + suffix)).is_file():
+            return beside / (name + suffix)
+    raise UsageError(f"no recipe named {name!r} in {beside}")
 
 
 class _Loader:
-    def __init__(self, text: str, path: Path):
+    def __init__(self, text: str, path: Path, find_recipe: RecipeFinder):
         self.text = text
         self.path = path
+        self.find_recipe = find_recipe
         self.texts = {str(path): text}  # every file read: this recipe and the ones it extends
         self.bases: list[tuple[Path, str]] = []
 
@@ -152,9 +165,6 @@ class _Loader:
 
     def find_base(self, name: str, beside: Path, mark: Mark) -> Path:
         """A path (relative to the extending file), a recipe of the same folder, or any known recipe."""
-        from rocbuild.errors import UsageError
-        from rocbuild.recipe.lookup import RECIPE_SUFFIXES, resolve
-
         if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
             path = beside.parent / name
             if path.is_file():
@@ -162,7 +172,7 @@ class _Loader:
             raise self.error("the recipe it extends is not there", "extends", mark, value=name,
                              accepted=f"a recipe file (looked for {path})")
         try:
-            return resolve(name, [str(beside.parent)]).path  # its own folder first, then the usual order
+            return self.find_recipe(name, beside.parent)  # its own folder first, then the usual order
         except UsageError as exc:
             raise self.error(f"no recipe named {name!r} to extend", "extends", mark, value=name,
                              accepted="a recipe name (`rocbuild recipes`) or a path to a .yaml file",
@@ -534,8 +544,6 @@ class _Loader:
 
     def patch_dirs(self) -> list[Path]:
         """Beside this recipe first, then beside each recipe it extends, then the built-in patches."""
-        from rocbuild.recipe.lookup import patch_dirs_for
-
         dirs: list[Path] = []
         for path in [self.path] + [p for p, _ in self.bases]:
             dirs += [d for d in patch_dirs_for(path) if d not in dirs]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -107,14 +108,56 @@ def parse_targets(archs: list[str]) -> list[TargetId]:
 
 
 def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch",
-                 device_code_in: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> Verdict:
+                 device_code_in: tuple[str, ...] = (), links: tuple[str, ...] = (),
+                 rocm_major: int | None = None) -> Verdict:
+    """`rocm_major`: the major of the ROCm the inputs were built with, when the caller knows it."""
     targets = parse_targets(archs)
     inputs = []
     for path in paths:
         found = _inspect_input(Path(path))
         _judge(found, targets, device_code_in, links)
+        judge_rocm_majors(found, rocm_major)
         inputs.append(found)
     return Verdict(list(archs), archs_from, inputs)
+
+
+LABEL_MAJOR = re.compile(r"(?:^|[.])rocm(\d+)(?:[.]\d+)?(?:[.]|$)")
+
+
+def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
+    """One ROCm major across every file, and the one the wheel was built with and is labelled for.
+
+    A wheel linking libamdhip64.so.6 that says +rocm7.2 was built from a stale build folder; one whose
+    files link two majors cannot load either way."""
+    linked: dict[int, list[str]] = {}
+    for f in found.files:
+        for lib, major in f.info.rocm_majors.items():
+            linked.setdefault(major, []).append(f"{f.path} links {lib}")
+    if not linked:
+        return
+    if len(linked) > 1:
+        found.problems.append("mixes ROCm majors: " + "; ".join(
+            f"ROCm {m}: {', '.join(sorted(set(w))[:3])}" for m, w in sorted(linked.items()))
+            + " (a stale library from an earlier build?)")
+        return
+    (major, where), = linked.items()
+    claims: list[tuple[str, int]] = []
+    if built_with is not None:
+        claims.append(("it was built with", built_with))
+    prov = found.provenance or {}
+    toolchain = ((prov.get("identity") or {}).get("toolchain") or {}) if isinstance(prov, dict) else {}
+    version = str(toolchain.get("rocm_version") or "")
+    if version[:1].isdigit() and built_with is None:
+        claims.append((f"its provenance says it was built with ROCm {version}", int(version.split(".")[0])))
+    if found.kind == "wheel":
+        version_part = Path(found.path).name.split("-")[1] if Path(found.path).name.count("-") >= 4 else ""
+        m = LABEL_MAJOR.search(version_part.partition("+")[2])
+        if m:
+            claims.append((f"its label +{version_part.partition('+')[2]} says", int(m.group(1))))
+    for what, claimed in claims:
+        if claimed != major:
+            found.problems.append(f"links ROCm {major} libraries ({where[0]}), but {what} ROCm {claimed}: "
+                                  "built from a stale build folder or against another ROCm; rebuild with --clean")
 
 
 def _inspect_input(path: Path) -> InputFindings:

@@ -29,6 +29,16 @@ ROCM_LIB = re.compile(
 )
 
 
+# Soname majors of ROCm libraries whose soname moves with the ROCm major: lib -> {soname major: ROCm major}.
+# (libhipblaslt, librccl, libhiprand keep or move their sonames independently, so they say nothing.)
+ROCM_MAJOR_BY_SONAME: dict[str, dict[str, int]] = {
+    "libamdhip64": {"5": 5, "6": 6, "7": 7},
+    "libhiprtc": {"5": 5, "6": 6, "7": 7},
+    "libhipblas": {"0": 5, "1": 5, "2": 6, "3": 7},
+    "librocblas": {"3": 5, "4": 6, "5": 7},
+}
+
+
 @dataclass
 class ElfInfo:
     machine: str = ""
@@ -49,6 +59,18 @@ class ElfInfo:
             if ROCM_LIB.match(name):
                 _, _, version = name.partition(".so.")
                 out[name] = version or None
+        return out
+
+
+    @property
+    def rocm_majors(self) -> dict[str, int]:
+        """The ROCm major each needed library names (libamdhip64.so.6 -> 6), where its soname says it."""
+        out = {}
+        for name, version in self.rocm.items():
+            lib = name.partition(".so")[0]
+            major = ROCM_MAJOR_BY_SONAME.get(lib, {}).get((version or "").split(".")[0])
+            if major is not None:
+                out[name] = major
         return out
 
 

@@ -1,4 +1,4 @@
-"""Finding recipes by name: --recipes dirs, ROCBUILD_RECIPES, then the built-in ones."""
+"""Finding recipes by name: --recipes dirs, ROCBUILD_RECIPES, registered sources, then the built-in ones."""
 
 from __future__ import annotations
 
@@ -8,33 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.errors import UsageError
-from rocbuild.recipe.sources import load_sources
-
-RECIPE_SUFFIXES = (".yaml", ".yml")
-
-
-def data_dir(kind: str) -> Path:
-    """The built-in recipes/ or patches/ folder.
-
-    In an installed wheel they sit inside the package (rocbuild/data/...); in
-    a source checkout they are the top-level folders of the repository.
-    """
-    packaged = Path(__file__).resolve().parent.parent / "data" / kind
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[3] / kind
-
-
-def patch_dirs_for(recipe_path: Path) -> list[Path]:
-    """Where `diff:` names are looked up: beside the recipe, its parent's patches/, built-ins."""
-    here = recipe_path.resolve().parent
-    dirs = [here / "patches", here.parent / "patches", data_dir("patches")]
-    seen: list[Path] = []
-    for d in dirs:
-        if d not in seen:
-            seen.append(d)
-    return seen
-
+from rocbuild.recipe import Recipe, load_recipe
+from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
+from rocbuild.registry import load_sources
 
 @dataclass(frozen=True)
 class Found:
@@ -85,3 +61,10 @@ def resolve(name_or_path: str, extra: list[str] | None = None) -> Found:
         "a path to a .yaml file works too; add folders with --recipes DIR, ROCBUILD_RECIPES or "
         "`rocbuild recipes add URL|PATH`",
     )
+
+
+def load(path: str | Path, extra: list[str] | None = None) -> Recipe:
+    """Load a recipe whose `extends: NAME` is found beside it first, then as `resolve` finds names."""
+    def find(name: str, beside: Path) -> Path:
+        return resolve(name, [str(beside), *(extra or [])]).path
+    return load_recipe(path, find)

@@ -8,9 +8,11 @@ import re
 import shutil
 from pathlib import Path
 
+from typing import assert_never
+
 from rocbuild.errors import StepFailed
-from rocbuild.plan import PatchAction
-from rocbuild.runner import Runner
+from rocbuild.plan import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch
+from rocbuild.proc import StepRunner
 
 
 def inside(root: Path, relative: str, what: str) -> Path:
@@ -21,14 +23,14 @@ def inside(root: Path, relative: str, what: str) -> Path:
     return path
 
 
-def apply_replace(params: dict, root: Path) -> str:
+def apply_replace(patch: ReplacePatch, root: Path) -> str:
     """Replace `find` by `with`; already-applied is fine, no match at all is an error."""
-    path = inside(root, params["file"], "replace.file")
+    path = inside(root, patch.file, "replace.file")
     if not path.is_file():
-        raise StepFailed(f"replace: no file {params['file']} in the source tree ({root})")
+        raise StepFailed(f"replace: no file {patch.file} in the source tree ({root})")
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    find, repl = params["find"], params["with"]
-    pattern = re.compile(find if params["regex"] else re.escape(find), re.MULTILINE)
+    find, repl = patch.find, patch.replacement
+    pattern = re.compile(find if patch.regex else re.escape(find), re.MULTILINE)
 
     # Occurrences of the replacement text mark spots done by an earlier run; a
     # match inside one of them is not new (this is what makes `rccl.h` ->
@@ -38,36 +40,36 @@ def apply_replace(params: dict, root: Path) -> str:
              if not any(s <= m.start() and m.end() <= e for s, e in done)]
     if not fresh:
         if done:
-            return f"{params['file']}: already applied"
+            return f"{patch.file}: already applied"
         raise StepFailed(
-            f"replace: {params['file']} has no match for {find!r}"
-            + (" (regular expression)" if params["regex"] else ""),
+            f"replace: {patch.file} has no match for {find!r}"
+            + (" (regular expression)" if patch.regex else ""),
             hint="upstream changed this file: update the recipe's patch (or its `when:`)",
         )
-    expected = params.get("count")
+    expected = patch.count
     if expected is not None and len(fresh) != expected:
         raise StepFailed(
-            f"replace: {params['file']} has {len(fresh)} matches for {find!r}, the recipe expects {expected}",
+            f"replace: {patch.file} has {len(fresh)} matches for {find!r}, the recipe expects {expected}",
             hint="upstream changed this file: check the matches and update `count:`",
         )
     out, last = [], 0
     for m in fresh:
         out.append(text[last:m.start()])
-        out.append(m.expand(repl) if params["regex"] else repl)
+        out.append(m.expand(repl) if patch.regex else repl)
         last = m.end()
     out.append(text[last:])
     path.write_text("".join(out), encoding="utf-8", errors="surrogateescape")
-    return f"{params['file']}: replaced {len(fresh)}"
+    return f"{patch.file}: replaced {len(fresh)}"
 
 
-def apply_link(params: dict, root: Path) -> str:
+def apply_link(patch: LinkPatch, root: Path) -> str:
     """Symlink every match of the `from` glob into `into/`, replacing earlier links."""
-    pattern = params["from"]
+    pattern = patch.source_glob
     matches = sorted(glob.glob(pattern))
     if not matches:
         raise StepFailed(f"link: nothing matches {pattern!r}",
                          hint="the file it names is missing from this ROCm: `rocbuild detect` shows what was found")
-    into = inside(root, params["into"], "link.into")
+    into = inside(root, patch.into, "link.into")
     into.mkdir(parents=True, exist_ok=True)
     made = []
     for match in matches:
@@ -80,35 +82,34 @@ def apply_link(params: dict, root: Path) -> str:
             raise StepFailed(f"link: {dest} exists and is not a link; refusing to replace it")
         os.symlink(match, dest)
         made.append(dest.name)
-    return f"linked {', '.join(made)} into {params['into']}/"
+    return f"linked {', '.join(made)} into {patch.into}/"
 
 
-def apply_copy(params: dict, root: Path) -> str:
+def apply_copy(patch: CopyPatch, root: Path) -> str:
     """Copy a file from outside (a ROCm header, say) into the tree, where later patches may edit it:
     the original is only read."""
-    source = Path(params["from"])
+    source = Path(patch.source)
     if not source.is_file():
         raise StepFailed(f"copy: {source} does not exist or is not a file",
                          hint="`rocbuild detect` shows the ROCm found; the recipe's `when:` may need a condition")
-    dest = inside(root, params["to"], "copy.to")
+    dest = inside(root, patch.to, "copy.to")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, dest)
-    return f"copied {source} to {params['to']}"
+    return f"copied {source} to {patch.to}"
 
 
-def apply_diff(params: dict, root: Path, runner: Runner, log: Path) -> str:
+def apply_diff(patch: DiffPatch, root: Path, runner: StepRunner, log: Path) -> str:
     env = _git_env(root)
-    check = runner.run(params["check_argv"], cwd=root, env=env, log=log)
+    check = runner.run(patch.check_argv, cwd=root, env=env, log=log)
     if check.exit_code != 0:
-        reverse = ["git", "apply", "--reverse", "--check", "-p1", params["path"]]
-        if runner.run(reverse, cwd=root, env=env, log=log).exit_code == 0:
-            return f"{params['name']}: already applied"
-        raise StepFailed(f"patch {params['name']} does not apply to this source tree",
+        if runner.run(patch.reverse_check_argv, cwd=root, env=env, log=log).exit_code == 0:
+            return f"{patch.name}: already applied"
+        raise StepFailed(f"patch {patch.name} does not apply to this source tree",
                          hint=f"git apply says:\n{check.output.strip()[-2000:]}")
-    result = runner.run(params["argv"], cwd=root, env=env, log=log)
+    result = runner.run(patch.argv, cwd=root, env=env, log=log)
     if result.exit_code != 0:
-        raise StepFailed(f"patch {params['name']} failed to apply", hint=result.output.strip()[-2000:])
-    return f"{params['name']}: applied"
+        raise StepFailed(f"patch {patch.name} failed to apply", hint=result.output.strip()[-2000:])
+    return f"{patch.name}: applied"
 
 
 def _git_env(root: Path) -> dict[str, str]:
@@ -117,15 +118,19 @@ def _git_env(root: Path) -> dict[str, str]:
     return {"GIT_CEILING_DIRECTORIES": str(root.resolve().parent)}
 
 
-def apply_patch(action: PatchAction, root: Path, runner: Runner, log: Path) -> str:
+def apply_patch(action: PatchAction, root: Path, runner: StepRunner, log: Path) -> str:
     try:
-        if action.kind == "diff":
-            return apply_diff(action.params, root, runner, log)
-        if action.kind == "replace":
-            return apply_replace(action.params, root)
-        if action.kind == "copy":
-            return apply_copy(action.params, root)
-        return apply_link(action.params, root)
+        match action:
+            case DiffPatch():
+                return apply_diff(action, root, runner, log)
+            case ReplacePatch():
+                return apply_replace(action, root)
+            case CopyPatch():
+                return apply_copy(action, root)
+            case LinkPatch():
+                return apply_link(action, root)
+            case _:
+                assert_never(action)
     except StepFailed as exc:
         exc.message = f"{exc.message} [recipe {action.where}]"
         raise

@@ -1,37 +1,37 @@
 """Getting the source: git through a local mirror cache (GitPython), or a copied folder.
 
 The mirror makes a second build of the same tag or commit download nothing;
-branches are refreshed because they move.
+branches are refreshed because they move. Every git command is reported to
+`log` as `$ git ...` before it runs, so the prepare log shows what ran.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
+import shlex
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
-from rocbuild.errors import StepFailed, UsageError
-from rocbuild.plan import SourceSpec
-from rocbuild.wheels import file_sha256
+from rocbuild.errors import StepFailed
+from rocbuild.fsutil import file_sha256
+from rocbuild.source import GitSource
 
-_BAD_REF = re.compile(r"(^-)|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|/$|^/|//")
+if TYPE_CHECKING:  # GitPython costs ~40 ms to import; a build from a folder never needs it
+    import git
+    from git.exc import GitCommandError
 
-
-def check_ref(ref: str, what: str = "--ref") -> str:
-    """Refuse refs git would reject or read as an option (a ref starting with '-')."""
-    if not ref or _BAD_REF.search(ref):
-        raise UsageError(
-            f"{what} {ref!r} is not a valid git ref",
-            hint="accepted: a branch, tag or commit id, e.g. v0.28.1, main or 1d217b5",
-        )
-    return ref
+Log = Callable[[str], None]
 
 
-def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
+def _command(log: Log, argv: list[str]) -> None:
+    log("$ " + shlex.join(argv))
+
+
+def resolve_git(spec: GitSource, log: Log) -> tuple[str, bool]:
     """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?)."""
-    import git  # GitPython costs ~40 ms to import; a build from a folder never needs it
+    import git
     from git.exc import GitCommandError
 
     mirror = Path(spec.mirror)
@@ -41,6 +41,7 @@ def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
         tmp = mirror.with_name(mirror.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         mirror.parent.mkdir(parents=True, exist_ok=True)
+        _command(log, ["git", "clone", "--mirror", spec.url, str(tmp)])
         try:
             git.Repo.clone_from(spec.url, tmp, mirror=True)
         except GitCommandError as exc:
@@ -54,6 +55,7 @@ def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
     moving = spec.ref is None or f"refs/heads/{spec.ref}" in {r.path for r in repo.references}
     if not downloaded and (sha is None or (moving and spec.commit is None)):
         log(f"updating mirror of {spec.url}")
+        _command(log, ["git", "-C", str(mirror), "fetch", "--prune", "origin"])
         try:
             repo.git.fetch("--prune", "origin")
         except GitCommandError as exc:
@@ -74,15 +76,18 @@ def resolve_git(spec: SourceSpec, log) -> tuple[str, bool]:
     return sha, downloaded
 
 
-def checkout_git(spec: SourceSpec, sha: str, dest: Path) -> None:
+def checkout_git(spec: GitSource, sha: str, dest: Path, log: Log) -> None:
     """A working tree of `sha` at `dest`, sharing the mirror's objects."""
     import git
     from git.exc import GitCommandError
 
     try:
+        _command(log, ["git", "clone", "--shared", "--no-checkout", spec.mirror, str(dest)])
         repo = git.Repo.clone_from(spec.mirror, dest, shared=True, no_checkout=True)
+        _command(log, ["git", "-C", str(dest), "checkout", "--detach", sha])
         repo.git.checkout("--detach", sha)
         if spec.submodules:
+            _command(log, ["git", "-C", str(dest), "submodule", "update", "--init", "--recursive"])
             repo.git.submodule("update", "--init", "--recursive")
     except GitCommandError as exc:
         raise StepFailed(f"cannot check out {sha} of {spec.url}: {_git_message(exc)}") from None
@@ -114,15 +119,16 @@ def tree_fingerprint(root: Path) -> str:
     return "tree:" + h.hexdigest()
 
 
-def _rev(repo, ref: str) -> str | None:
+def _rev(repo: git.Repo, ref: str) -> str | None:
     from git.exc import GitCommandError
 
     try:
-        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        sha: str = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        return sha
     except GitCommandError:
         return None
 
 
-def _git_message(exc) -> str:
-    text = (exc.stderr or "").strip().replace("stderr: ", "").strip("'\n ")
+def _git_message(exc: GitCommandError) -> str:
+    text = str(exc.stderr or "").strip().replace("stderr: ", "").strip("'\n ")
     return text.splitlines()[-1] if text else str(exc)

@@ -16,9 +16,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rocbuild.build.fetch import Log, checkout_git, resolve_git
 from rocbuild.errors import UsageError
-from rocbuild.paths import cache_root, config_root
-from rocbuild.wheels import write_text_atomically
+from rocbuild.fsutil import write_text_atomically
+from rocbuild.paths import cache_root, config_root, mirror_path
+from rocbuild.source import GitSource, check_ref
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)
@@ -75,7 +77,7 @@ def is_url(text: str) -> bool:
     return bool(URL_RE.match(text))
 
 
-def add_source(location: str, *, ref: str | None, name: str | None, log) -> RecipeSource:
+def add_source(location: str, *, ref: str | None, name: str | None, log: Log) -> RecipeSource:
     """Register a folder in place, or clone a repository (a URL, or a path given with --ref)."""
     sources = load_sources()
     as_git = is_url(location) or ref is not None
@@ -105,7 +107,7 @@ def add_source(location: str, *, ref: str | None, name: str | None, log) -> Reci
     return source
 
 
-def update_sources(names: list[str], log) -> list[tuple[RecipeSource, RecipeSource]]:
+def update_sources(names: list[str], log: Log) -> list[tuple[RecipeSource, RecipeSource]]:
     """Fetch each git source again and check out where its ref now points; (before, after) pairs."""
     sources = load_sources()
     known = {s.name for s in sources}
@@ -136,21 +138,17 @@ def remove_source(name: str) -> RecipeSource:
     return found
 
 
-def _checkout(source: RecipeSource, log) -> RecipeSource:
-    from rocbuild.paths import mirror_path
-    from rocbuild.plan import SourceSpec
-    from rocbuild.steps.fetch import check_ref, checkout_git, resolve_git
-
+def _checkout(source: RecipeSource, log: Log) -> RecipeSource:
     if source.ref is not None:
         check_ref(source.ref)
     # resolve_git fetches again for a branch or HEAD (they move); a tag or commit stays put.
-    spec = SourceSpec("git", url=source.location, ref=source.ref, mirror=str(mirror_path(source.location)))
+    spec = GitSource(url=source.location, ref=source.ref, mirror=str(mirror_path(source.location)))
     sha, _ = resolve_git(spec, log)
     dest = cache_root() / "recipe-sources" / f"{source.name}-{sha[:12]}"
     if not dest.is_dir():
         tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        checkout_git(spec, sha, tmp)
+        checkout_git(spec, sha, tmp, log)
         os.replace(tmp, dest)
     if source.checkout and Path(source.checkout) != dest:
         shutil.rmtree(source.checkout, ignore_errors=True)

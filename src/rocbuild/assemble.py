@@ -1,0 +1,86 @@
+"""A build request + this machine -> the complete Plan, in one call (host detection included)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocbuild import catalog
+from rocbuild.detect.arch import detect_archs, require_archs
+from rocbuild.detect.gpu import gpu_access
+from rocbuild.detect.python import default_jobs, find_python
+from rocbuild.detect.rocm import find_rocm, require_rocm
+from rocbuild.errors import UsageError
+from rocbuild.options import resolve_options
+from rocbuild.paths import WorkDirs, cache_root, short_hash
+from rocbuild.plan import Host, Plan, make_plan
+from rocbuild.source import check_ref
+from rocbuild.wheels import LOCAL_LABEL_RE
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What `build`, `plan`, `prepare` and `lock` were asked for, as typed values."""
+
+    recipe: str  # a name or a path
+    arch: str | None = None
+    rocm: str | None = None
+    python: str | None = None
+    out: str = "wheelhouse"
+    work: str | None = None
+    jobs: int | None = None
+    ref: str | None = None
+    source_dir: str | None = None
+    settings: tuple[str, ...] = ()  # --set NAME=VALUE
+    recipe_dirs: tuple[str, ...] = ()  # --recipes
+    local_version: str | None = None
+    need_archs: bool = True  # `lock` pins no targets
+    environ: dict[str, str] = field(default_factory=dict)
+
+
+def assemble(request: BuildRequest) -> Plan:
+    """Recipe file -> Recipe -> (with the detected host) -> Plan."""
+    found = catalog.resolve(request.recipe, list(request.recipe_dirs))
+    recipe = catalog.load(found.path, list(request.recipe_dirs))
+    options = resolve_options(recipe, list(request.settings))
+    if request.ref is not None:
+        check_ref(request.ref)
+    if request.jobs is not None and request.jobs < 1:
+        raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
+    detection = detect_archs(request.arch)
+    # A tree recipe compiles nothing for a GPU, so it needs no target.
+    archs = detection.archs if recipe.output == "tree" or not request.need_archs else require_archs(detection)
+    rocm = require_rocm(find_rocm(request.rocm))
+    python = find_python(request.python)
+    env = request.environ
+    host = Host(
+        archs=tuple(archs), rocm=rocm, python=python, jobs=request.jobs or default_jobs(),
+        override=detection.override.value if detection.override else None, gpu=gpu_access(),
+        ccache=shutil.which("ccache") if env.get("ROCBUILD_CCACHE", "1") != "0" else None,
+    )
+    source_dir = Path(request.source_dir) if request.source_dir else None
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {request.source_dir}: no such folder")
+    if request.work:
+        work = WorkDirs(Path(request.work).absolute())
+    else:
+        # Separate folders for what is likely to alternate (two ROCm releases side by side); the
+        # build identity decides, inside a folder, what can be reused.
+        key = short_hash([str(found.path.resolve()), archs, str(rocm.path), str(rocm.version), python.executable,
+                          request.ref, str(source_dir.resolve()) if source_dir else None, options])
+        work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
+    return make_plan(recipe, host, options, work, Path(request.out).absolute(), ref=request.ref,
+                     source_dir=source_dir, local_version=local_version(request.local_version))
+
+
+def local_version(label: str | None) -> str | None:
+    if label is None:
+        return None
+    if label in ("", "none"):
+        return ""
+    if not LOCAL_LABEL_RE.match(label):
+        raise UsageError(f"--local-version {label!r}: not a PEP 440 local version label",
+                         hint="accepted: letters and digits separated by '.', '_' or '-' (e.g. rocm6.1), or 'none'")
+    return label
+

@@ -1,0 +1,129 @@
+"""Verify phase: the plan's checks against the finished wheels, before any reaches the wheelhouse."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, assert_never
+
+from rocbuild.errors import StepFailed
+from rocbuild.plan import Check, CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.progress import Progress
+from rocbuild.proc import StepRunner
+from rocbuild.verify.install import install_wheels
+
+if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
+    from rocbuild.verify.check import Verdict
+
+TAIL_LINES = 40
+KEPT_OUT = "the wheel was not put in the wheelhouse"
+
+
+class Checker:
+    def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, log: Path):
+        self.plan = plan
+        self.runner = runner
+        self.progress = progress
+        self.log = log
+
+    def run(self, wheels: list[Path]) -> Verdict | None:
+        """Every check in order; the first failure raises. Returns the built-in check's findings."""
+        verdict = None
+        installed: dict[str, str] | None = None
+        for check in self.plan.verify:
+            label = f"verify {check.name}"
+            match check:
+                case CodeObjectsCheck():
+                    result = self._code_objects(check, wheels)
+                    if check.built_in:  # its findings go into the manifest
+                        verdict = result
+                case WheelContainsCheck():
+                    started = self.progress.start(label, check.glob)
+                    _wheel_contains(check, wheels)
+                    self.progress.done(label, started)
+                case ImportCheck():
+                    if not self.plan.host.gpu.usable:
+                        self.progress.skipped(label, f"import {check.module} not tried: {self.plan.host.gpu.reason}")
+                        continue
+                    installed = installed or self._install(wheels)
+                    self._run_command(check, installed, wheels)
+                case CommandCheck():
+                    installed = installed or self._install(wheels)
+                    self._run_command(check, installed, wheels)
+                case _:
+                    assert_never(check)
+        return verdict
+
+    def _code_objects(self, check: CodeObjectsCheck, wheels: list[Path]) -> Verdict:
+        from rocbuild.verify.check import verify_paths
+        from rocbuild.verify.text import format_verdict
+
+        label = f"verify {check.name}"
+        started = self.progress.start(label, f"{', '.join(check.archs) or 'no archs'}; no CUDA libraries; "
+                                             "one ROCm major")
+        version = self.plan.host.rocm.version
+        result = verify_paths(wheels, list(check.archs), f"the build ({check.where})", check.files, check.links,
+                              rocm_major=version.major if version is not None and check.built_in else None)
+        with open(self.log, "a") as fh:
+            fh.write(format_verdict(result, quiet_files=False) + "\n")
+        if not result.ok:
+            raise StepFailed(f"{label}: {result.problems[0]}",
+                             hint="\n".join("- " + p for p in result.problems) + f"\nreport: {self.log}\n{KEPT_OUT}")
+        files = sum(1 for i in result.inputs for f in i.files if f.info.bundles)
+        self.progress.done(label, started, f"device code in {files} file(s); nothing links CUDA")
+        return result
+
+    def _install(self, wheels: list[Path]) -> dict[str, str]:
+        env = dict(self.plan.base_env)
+        verify_dir = self.plan.work.verify
+        shutil.rmtree(verify_dir, ignore_errors=True)
+        if not wheels:
+            return env
+        site = verify_dir / "site"
+        install_wheels(wheels, site, self.plan.host.python.executable)
+        with open(self.log, "a") as fh:
+            fh.write(f"installed {', '.join(w.name for w in wheels)} into {site}\n")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
+        return env
+
+    def _run_command(self, check: CommandCheck | ImportCheck, env: dict[str, str], wheels: list[Path]) -> None:
+        label = f"verify {check.name}"
+        shown = " ".join(check.argv)
+        started = self.progress.start(label, shown)
+        cwd = str(self.plan.work.verify / "site") if wheels else str(self.plan.work.src)
+        result = self.runner.run(check.argv, cwd=cwd, env={**env, **check.env}, log=self.log)
+        if result.exit_code != 0:
+            raise StepFailed(f"{label}: command exited with {result.exit_code} (recipe {check.where})",
+                             hint=tail(self.log) + f"\nfull log: {self.log}\n{KEPT_OUT}")
+        expect = check.expect if isinstance(check, CommandCheck) else ()
+        missing = [p for p in expect if not re.search(p, result.output, re.MULTILINE)]
+        if missing:
+            raise StepFailed(
+                f"{label}: the output of {shown} lacks {missing[0]!r} (recipe {check.where})",
+                hint=result.output.strip()[-3000:] + f"\nfull log: {self.log}\n{KEPT_OUT}",
+            )
+        self.progress.done(label, started)
+
+
+def _wheel_contains(check: WheelContainsCheck, wheels: list[Path]) -> None:
+    members: list[str] = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as zf:
+            members += zf.namelist()
+    if not any(fnmatch.fnmatch(m, check.glob) for m in members):
+        sample = "\n".join("  " + m for m in members[:30])
+        raise StepFailed(f"verify {check.name!r}: no file in the wheel matches {check.glob!r} (recipe {check.where})",
+                         hint=f"the wheel holds:\n{sample}\n{KEPT_OUT}")
+
+
+def tail(log: Path, n: int = TAIL_LINES) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return f"last {min(n, len(lines))} lines of the log:\n" + "\n".join("  | " + line for line in lines[-n:])

@@ -1,0 +1,324 @@
+"""Executes a Plan as phases that take and return values:
+
+    resolve source -> identify (BuildIdentity) -> build cache? -> requirements
+    -> prepare (fresh tree unless the identity's tree part is unchanged)
+    -> steps (stamps chained from the prepared tree) -> collect -> label
+    -> verify -> publish (+ store in the build cache) -> BuildResult
+
+A finished step leaves a stamp holding the fingerprint of its rendered
+definition chained with everything before it; the next run skips it while
+the fingerprint matches, so a failed or interrupted build resumes where it
+stopped, and a changed input re-runs from the first step it affects. What the
+tree was prepared from (source, patches, toolchain, target python,
+environment, archs, options) is the root of that chain: when it changes, the
+work folder starts afresh, CMake caches included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, assert_never
+
+from rocbuild.build.checks import Checker, tail
+from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
+from rocbuild.build.patch import apply_patch
+from rocbuild.build.publish import finalize, publish
+from rocbuild.build.requirements import check_requirements, probe_torch
+from rocbuild.build.workspace import Workspace
+from rocbuild.buildcache import BuildCache, Entry
+from rocbuild.detect.query import remembered_query
+from rocbuild.detect.rocm import Rocm
+from rocbuild.errors import StepFailed, UsageError
+from rocbuild.fsutil import copy_atomically
+from rocbuild.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
+from rocbuild.lock import check_locked_source
+from rocbuild.plan import Plan, Step
+from rocbuild.progress import Progress
+from rocbuild.proc import StepRunner
+from rocbuild.source import DirSource, GitSource
+
+PREPARE_STAMP = "prepare"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The source pinned down: a commit id, or the content fingerprint of a source folder."""
+
+    identity: str
+    downloaded: bool = False
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    wheels: tuple[Path, ...]  # in the wheelhouse
+    tree: Path  # the prepared (and built) source tree
+    cache_key: str | None = None  # the build identity's key, when the build cache was used
+    from_cache: bool = False  # the wheels came from the build cache: no step ran
+    stopped_after: str | None = None  # --until
+
+
+def fingerprint(previous: str, identity: object) -> str:
+    data = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256((previous + "\n" + data).encode()).hexdigest()
+
+
+def probe_toolchain(rocm: Rocm) -> Toolchain:
+    # hipcc and hipconfig pick the NVIDIA platform when they also see nvcc.
+    env = dict(os.environ, HIP_PLATFORM="amd")
+    return toolchain_of(rocm, lambda argv: remembered_query(argv, env))
+
+
+class Engine:
+    """Holds the collaborators of one build; every phase passes its results on as values."""
+
+    def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, *, cache: BuildCache | None = None,
+                 locked: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+                 toolchain: Callable[[Rocm], Toolchain] = probe_toolchain):
+        self.plan = plan
+        self.runner = runner
+        self.progress = progress
+        self.workspace = Workspace(plan.work)
+        self.cache = cache  # None: neither use nor fill the build cache
+        self.locked = locked  # a lock file's contents the build must match (build --locked)
+        self.environ = dict(os.environ if environ is None else environ)
+        self.toolchain = toolchain
+
+    # -- entry points -------------------------------------------------------
+
+    def step_names(self) -> list[str]:
+        return ["prepare"] + [s.name for s in self.plan.steps]
+
+    def check_until(self, until: str | None) -> None:
+        if until is not None and until not in self.step_names():
+            raise UsageError(f"--until {until!r}: no such step in {self.plan.recipe.name}",
+                             hint="steps: " + ", ".join(self.step_names()))
+
+    def prepare(self, *, clean: bool = False) -> Path:
+        return self.build(clean=clean, until="prepare", use_cache=False, check_host=False).tree
+
+    def build(self, *, clean: bool = False, until: str | None = None, use_cache: bool = True,
+              check_host: bool = True) -> BuildResult:
+        """`check_host=False` (prepare) skips the build requirements: fetching and patching need none."""
+        plan = self.plan
+        self.check_until(until)
+        with self.workspace.locked(clean, self.progress.say):
+            req_log = self.workspace.log_path(0, "requirements")
+            torch_env = probe_torch(plan, self.runner, req_log)
+            # A cache hit needs none of the build requirements, so they are checked after the lookup;
+            # but never clone a repository for the first time for a host that cannot build it.
+            first_clone = isinstance(plan.source, GitSource) and not Path(plan.source.mirror, "HEAD").is_file()
+            if first_clone and check_host:
+                check_requirements(plan, self.runner, req_log, torch_env)
+            prepare_log = self.workspace.log_path(0, "prepare")
+            resolved = self.resolve_source(prepare_log)
+            identity = build_identity(plan, resolved.identity, self.toolchain(plan.host.rocm),
+                                      torch_env.torch if torch_env else None, self.environ)
+            key = identity.key() if self.cache is not None and plan.has_wheel_steps else None
+            if key is not None and self.cache is not None and use_cache and until is None:
+                hit = self.cache.lookup(key)
+                if hit is not None:
+                    return self._from_cache(hit)
+            if not first_clone and check_host:
+                check_requirements(plan, self.runner, req_log, torch_env)
+            previous = self._prepare(resolved, identity, prepare_log)
+            if until == "prepare":
+                return BuildResult((), plan.work.src, stopped_after="prepare")
+            self._ccache_links()
+            for index, step in enumerate(plan.steps, start=1):
+                previous = self._run_step(index, step, previous)
+                if step.name == until:
+                    self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
+                    return BuildResult((), plan.work.src, stopped_after=until)
+            wheels = self._collect()
+            labelled = self._label(identity, wheels)
+            verdict = Checker(plan, self.runner, self.progress, self.workspace.log_path(90, "verify")).run(
+                list(labelled))
+            placed = publish(plan.out, labelled, verdict, key, from_cache=False)
+            if key is not None and self.cache is not None and labelled:
+                self._store(key, labelled, identity)
+            return BuildResult(tuple(placed), plan.work.src, cache_key=key)
+
+    # -- resolve ------------------------------------------------------------
+
+    def resolve_source(self, log: Path) -> Resolved:
+        """The resolved commit (through the mirror) or the content fingerprint of the source folder."""
+        plan = self.plan
+        source = plan.source
+        match source:
+            case GitSource():
+                sha, downloaded = resolve_git(source, self._git_log(log))
+                resolved = Resolved(sha, downloaded)
+            case DirSource():
+                if not Path(source.directory).is_dir():
+                    raise UsageError(f"source folder {source.directory} does not exist or is not a folder")
+                resolved = Resolved(tree_fingerprint(Path(source.directory)))
+            case _:
+                assert_never(source)
+        if self.locked is not None:
+            check_locked_source(self.locked, plan, resolved.identity)
+        return resolved
+
+    def _git_log(self, log: Path) -> Callable[[str], None]:
+        """Git commands go to the prepare log; what they are for also goes to the terminal."""
+        def write(line: str) -> None:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+            if not line.startswith("$ "):
+                self.progress.say(f"    {line}")
+        return write
+
+    # -- prepare ------------------------------------------------------------
+
+    def _prepare(self, resolved: Resolved, identity: BuildIdentity, log: Path) -> str:
+        plan = self.plan
+        started = self.progress.start("prepare", plan.source.describe())
+        tree = identity.tree_json()
+        fp = identity.tree_digest()
+        stamp = self.workspace.stamp(PREPARE_STAMP)
+        if stamp is not None and stamp.get("fingerprint") == fp and plan.work.src.is_dir():
+            self.progress.done("prepare", started, "up to date")
+            return fp
+        if stamp is not None:
+            self.progress.say("    " + _why_fresh(stamp.get("identity"), tree))
+        # A fresh tree every time: patches then always start from upstream, and no build folder,
+        # CMake cache or wheel made from other inputs survives.
+        self.workspace.reset_tree()
+        match plan.source:
+            case GitSource():
+                checkout_git(plan.source, resolved.identity, plan.work.src, self._git_log(log))
+                how = "downloaded" if resolved.downloaded else "from the mirror cache"
+                self.progress.say(f"    source: {resolved.identity[:12]} ({how})")
+            case DirSource():
+                copy_tree(Path(plan.source.directory), plan.work.src)
+                self.progress.say(f"    source: copy of {plan.source.directory}")
+            case _:
+                assert_never(plan.source)
+        for action in plan.patches:
+            self.progress.say(f"    patch: {apply_patch(action, plan.work.src, self.runner, log)}")
+        self.workspace.write_stamp(PREPARE_STAMP, fp, {"identity": tree})
+        self.progress.done("prepare", started)
+        return fp
+
+    def _ccache_links(self) -> None:
+        """ccache's masquerade folder: `hipcc` there is ccache, which then runs the next hipcc on PATH."""
+        folder, ccache = self.plan.ccache_bin, self.plan.host.ccache
+        if folder is None or ccache is None:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        link = folder / "hipcc"
+        if not (link.is_symlink() and os.readlink(link) == ccache):
+            tmp = folder / f".hipcc-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(ccache)
+            os.replace(tmp, link)
+
+    # -- steps --------------------------------------------------------------
+
+    def _run_step(self, index: int, step: Step, previous: str) -> str:
+        total = len(self.plan.steps)
+        label = f"[{index}/{total}] {step.name}"
+        fp = fingerprint(previous, step.identity())
+        stamp = f"{index:02d}-{step.name}"
+        if self.workspace.stamp_matches(stamp, fp) and _outputs_present(step):
+            self.progress.skipped(label, "done in an earlier run, inputs unchanged")
+            return fp
+        self.workspace.drop_stamp(stamp)
+        line = step.command_line()
+        started = self.progress.start(label, line if len(line) < 160 else "")
+        log = self.workspace.log_path(index, step.name)
+        if step.wheel_dir is not None:  # only what this run of the step writes can be collected
+            shutil.rmtree(step.wheel_dir, ignore_errors=True)
+        if step.kind in ("cmake", "cmake-build"):
+            self.plan.work.build.mkdir(parents=True, exist_ok=True)
+        result = self.runner.run(step.argv, cwd=step.cwd, env={**self.plan.base_env, **step.env}, log=log,
+                                 shell=step.shell)
+        if result.exit_code != 0:
+            raise StepFailed(
+                f"step {step.name!r} failed with exit code {result.exit_code} (recipe {step.where})",
+                hint=tail(log) + f"\nfull log: {log}\nfix the cause and run the same command again: "
+                "finished steps are not repeated",
+            )
+        self.workspace.write_stamp(stamp, fp)
+        self.progress.done(label, started)
+        return fp
+
+    # -- wheels -------------------------------------------------------------
+
+    def _collect(self) -> list[Path]:
+        """The wheels this plan's wheel steps wrote; anything else under dist/ is an earlier plan's and goes."""
+        steps = self.plan.wheel_steps
+        if not steps:
+            return []
+        own = {Path(s.wheel_dir) for s in steps if s.wheel_dir}
+        if self.plan.work.dist.is_dir():
+            for stray in self.plan.work.dist.iterdir():
+                if stray not in own:
+                    shutil.rmtree(stray) if stray.is_dir() and not stray.is_symlink() else stray.unlink()
+        wheels = []
+        for step in steps:
+            found = sorted(Path(step.wheel_dir or "").glob("*.whl"))
+            if not found:
+                raise StepFailed(f"wheel step {step.name!r} finished but left no wheel in {step.wheel_dir}")
+            wheels += found
+        return wheels
+
+    def _label(self, identity: BuildIdentity, wheels: list[Path]) -> dict[Path, dict[str, Any]]:
+        if not wheels:
+            shutil.rmtree(self.plan.work.final, ignore_errors=True)
+            return {}
+        label = self.plan.local_label
+        started = self.progress.start("label", f"+{label}" if label else "no label")
+        labelled = finalize(self.plan, identity, wheels)
+        self.progress.done("label", started, ", ".join(w.name for w in labelled))
+        return labelled
+
+    def _from_cache(self, entry: Entry) -> BuildResult:
+        """An unchanged build: the wheels of the earlier one, verified again, no build step run."""
+        final = self.plan.work.final
+        started = self.progress.start("build cache", f"hit {entry.key[:16]} (built {entry.data['created']}Z)")
+        shutil.rmtree(final, ignore_errors=True)
+        final.mkdir(parents=True)
+        wheels = {copy_atomically(w.path, final / w.path.name): w.provenance for w in entry.wheels}
+        self.progress.done("build cache", started, "inputs unchanged: no build step runs, "
+                           "the cached wheel is verified again")
+        verdict = Checker(self.plan, self.runner, self.progress, self.workspace.log_path(90, "verify")).run(
+            list(wheels))
+        placed = publish(self.plan.out, wheels, verdict, entry.key, from_cache=True)
+        return BuildResult(tuple(placed), self.plan.work.src, cache_key=entry.key, from_cache=True)
+
+    def _store(self, key: str, wheels: dict[Path, dict[str, Any]], identity: BuildIdentity) -> None:
+        assert self.cache is not None
+        host = self.plan.host
+        about = {"recipe": self.plan.recipe.name, "version": self.plan.recipe.version, "archs": list(host.archs),
+                 "rocm": identity.toolchain.rocm_version, "python": host.python.version}
+        try:
+            entry = self.cache.store(key, wheels, about, identity.to_json())
+        except OSError as exc:  # the wheels are already in the wheelhouse; only reuse is lost
+            self.progress.say(f"    build cache: not stored ({exc})")
+        else:
+            self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+
+
+def _outputs_present(step: Step) -> bool:
+    """A wheel step is done only while its wheel is still there."""
+    return step.wheel_dir is None or any(Path(step.wheel_dir).glob("*.whl"))
+
+
+def _why_fresh(before: object, after: dict[str, Any]) -> str:
+    if not isinstance(before, dict):
+        return "work folder: prepared by another rocbuild; starting from a fresh tree"
+    changed = changed_fields(before, after)
+    detail = ""
+    if "toolchain" in changed:
+        old, new = before.get("toolchain") or {}, after["toolchain"]
+        detail = f" (ROCm {old.get('rocm_version')} -> {new['rocm_version']}"
+        if old.get("hip_compiler") != new["hip_compiler"]:
+            detail += f", HIP compiler {old.get('hip_compiler')} -> {new['hip_compiler']}"
+        detail += ")"
+    return (f"work folder: {', '.join(changed) or 'its inputs'} changed since it was prepared{detail}; "
+            "starting from a fresh tree and build folder")

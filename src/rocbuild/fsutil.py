@@ -1,0 +1,53 @@
+"""Files rocbuild writes and reads back: atomic writes (nothing is ever seen half-written) and hashing.
+
+Everything that lands in a wheelhouse goes through write_atomically, and so do
+rocbuild's own small files (stamps, locks, the recipe source registry).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+CHUNK = 1 << 20
+
+
+def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write dest through a temporary file beside it and a rename: a reader never sees a
+    partial file, and a failure leaves nothing. The file gets 0666 less the umask (not
+    mkstemp's 0600): wheels and manifests are for everyone to read."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def write_text_atomically(dest: Path, text: str) -> Path:
+    return write_atomically(dest, lambda fh: fh.write(text.encode()))
+
+
+def copy_atomically(src: Path, dest: Path) -> Path:
+    def write(fh: BinaryIO) -> None:
+        with open(src, "rb") as f:
+            shutil.copyfileobj(f, fh, CHUNK)
+    return write_atomically(dest, write)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()

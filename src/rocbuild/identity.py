@@ -1,0 +1,231 @@
+"""The build identity: one value holding everything that can change what a build produces.
+
+Computed once per build, after the source is resolved and the toolchain and
+target python are probed. Everything that decides reuse derives from it:
+- the prepared tree and its build folder are reused only while `tree_digest()`
+  is unchanged (a toolchain, environment or source change starts afresh, CMake
+  caches included); step stamps chain from that digest;
+- the build cache key is `key()`, the hash of the whole value;
+- provenance records `to_json()`; lock files record `pinned()`.
+A new input is one new field here, and every one of those follows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from rocbuild import __version__
+from rocbuild.detect.rocm import Rocm
+from rocbuild.detect.torch import TorchInfo
+from rocbuild.plan import DiffPatch, Plan, patch_record
+from rocbuild.source import DirSource, GitSource
+
+SCHEMA = 2
+# Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
+# that changed (steps), re-verifies (checks) or relabels (local_label); the recipe's text counts
+# through what it renders to (env, patches, steps), so editing a comment rebuilds nothing.
+NOT_TREE = frozenset({"steps", "checks", "local_label", "recipe"})
+# Variables of the caller's environment that reach a compiler or build backend and change its output.
+HOST_ENV_NAMES = frozenset({
+    "CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "HIPFLAGS", "HIPCC", "NVCC",
+    "PYTHONPATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "SETUPTOOLS_SCM_PRETEND_VERSION", "MAKEFLAGS",
+})
+HOST_ENV_PREFIXES = ("HIP_", "HIPCC_", "ROCM_", "HSA_", "HCC_", "AMDGPU_", "PYTORCH_", "TORCH_", "CMAKE_",
+                     "SKBUILD_", "BNB_", "HOROVOD_", "MAMBA_", "CAUSAL_CONV1D_", "LLVM_", "DEVICE_LIB")
+# Launchers and parallelism say how fast, not what.
+HOST_ENV_IGNORED = frozenset({"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER",
+                              "CMAKE_HIP_COMPILER_LAUNCHER", "CMAKE_BUILD_PARALLEL_LEVEL"})
+
+
+def host_build_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of the caller's environment that reaches the steps' compilers and changes their output."""
+    return {k: v for k, v in sorted(environ.items())
+            if k not in HOST_ENV_IGNORED and (k in HOST_ENV_NAMES or k.startswith(HOST_ENV_PREFIXES))}
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The ROCm a build compiles against, down to the compiler binaries and the HIP runtime library."""
+
+    rocm_path: str
+    rocm_version: str | None
+    layout: str
+    hipcc: str | None  # resolved path
+    hipcc_version: str | None  # `hipcc --version`
+    hip_compiler: str | None  # the clang++ hipcc drives (resolved path)
+    hip_compiler_version: str | None  # its `--version`
+    hip_runtime: str | None  # libamdhip64.so resolved to the file it names (its soname major decides links)
+
+    def describe(self) -> str:
+        return f"ROCm {self.rocm_version or '?'} at {self.rocm_path} (clang {self.hip_compiler or '?'})"
+
+
+# Probes a tool's version: argv -> its output, or None. Injected so identities can be made without processes.
+VersionQuery = Callable[[list[str]], str | None]
+
+
+def toolchain_of(rocm: Rocm, query: VersionQuery) -> Toolchain:
+    def version(tool: Path | None) -> str | None:
+        out = query([str(tool), "--version"]) if tool is not None else None
+        return _normalise_version(out) if out else None
+
+    return Toolchain(
+        rocm_path=str(rocm.path),
+        rocm_version=str(rocm.version) if rocm.version else None,
+        layout=rocm.layout,
+        hipcc=_real(rocm.hipcc),
+        hipcc_version=version(rocm.hipcc),
+        hip_compiler=_real(rocm.hip_compiler),
+        hip_compiler_version=version(rocm.hip_compiler),
+        hip_runtime=_hip_runtime(rocm.path),
+    )
+
+
+def _real(path: Path | None) -> str | None:
+    return os.path.realpath(path) if path is not None else None
+
+
+def _normalise_version(text: str) -> str:
+    # hipcc prints its own install folder and the clang it found; keep the lines that name versions.
+    lines = [line.strip() for line in text.splitlines() if re.search(r"\d+\.\d+", line)]
+    return "\n".join(lines[:4])
+
+
+def _hip_runtime(prefix: Path) -> str | None:
+    dirs = [prefix / "lib", prefix / "lib64"]
+    if (prefix / "lib").is_dir():
+        dirs += sorted(p for p in (prefix / "lib").glob("*-linux-gnu*") if p.is_dir())
+    for d in dirs:
+        lib = d / "libamdhip64.so"
+        if lib.exists():
+            return os.path.realpath(lib)
+    return None
+
+
+@dataclass(frozen=True)
+class TargetPython:
+    executable: str
+    version: str
+    torch: dict[str, str | None] | None = None  # for recipes built against torch: version, hip, cuda
+
+
+def torch_record(torch: TorchInfo | None) -> dict[str, str | None]:
+    if torch is None:
+        return {"version": None, "hip": None, "cuda": None}
+    return {"version": torch.version, "hip": torch.hip, "cuda": torch.cuda}
+
+
+@dataclass(frozen=True)
+class RecipeRecord:
+    name: str
+    version: str
+    sha256: str  # the recipe's text and the texts of the recipes it extends
+    extends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    kind: str  # git | dir
+    identity: str  # the resolved commit, or "tree:<sha256>" of a source folder's contents
+    url: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True)
+class BuildIdentity:
+    recipe: RecipeRecord
+    source: SourceRecord
+    patches: tuple[dict[str, Any], ...]  # rendered patch actions; diffs by their file's sha256
+    toolchain: Toolchain
+    python: TargetPython
+    env: dict[str, str]  # the base environment the recipe gives every step (rendered, no locations)
+    host_env: dict[str, str]  # the caller's variables that reach the steps' compilers
+    archs: tuple[str, ...]
+    options: dict[str, Any]
+    hsa_override: str | None
+    steps: tuple[dict[str, Any], ...]  # each step as rendered at fixed locations
+    checks: tuple[dict[str, Any], ...]
+    local_label: str
+    rocbuild: str = __version__
+    schema: int = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def key(self) -> str:
+        """The build cache key: the hash of every field."""
+        return _digest(self.to_json())
+
+    def tree_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.to_json().items() if k not in NOT_TREE}
+
+    def tree_digest(self) -> str:
+        """What the prepared tree and build folder were made from; step stamps chain from it."""
+        return _digest(self.tree_json())
+
+def _digest(data: object) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recipe_record(plan: Plan) -> RecipeRecord:
+    r = plan.recipe
+    return RecipeRecord(r.name, r.version, r.digest, tuple(p.name for p, _ in r.bases))
+
+
+def diff_records(plan: Plan) -> tuple[dict[str, Any], ...]:
+    return tuple(patch_record(p) for p in plan.patches if isinstance(p, DiffPatch))
+
+
+def source_record(plan: Plan, resolved: str) -> SourceRecord:
+    match plan.source:
+        case GitSource():
+            return SourceRecord("git", resolved, url=plan.source.url, ref=plan.source.ref)
+        case DirSource():
+            return SourceRecord("dir", resolved)
+
+
+def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch: TorchInfo | None,
+                   environ: Mapping[str, str]) -> BuildIdentity:
+    """`torch` counts only for recipes built against torch (`requires.torch`); `environ` is the caller's."""
+    host = plan.host
+    rendered = plan.rendered
+    python = TargetPython(host.python.executable, host.python.version,
+                          torch_record(torch) if plan.requirements.torch_check_argv else None)
+    return BuildIdentity(
+        recipe=recipe_record(plan),
+        source=source_record(plan, resolved_source),
+        patches=rendered.patches,
+        toolchain=toolchain,
+        python=python,
+        env=dict(rendered.env),
+        host_env=host_build_env(environ),
+        archs=tuple(host.archs),
+        options=dict(plan.options),
+        hsa_override=host.override,
+        steps=rendered.steps,
+        checks=rendered.checks,
+        local_label=rendered.local_label,
+    )
+
+
+def pinned(plan: Plan, resolved_source: str) -> dict[str, Any]:
+    """The parts of a build identity a lock file pins: recipe, options, the resolved source, patch files."""
+    src = source_record(plan, resolved_source)
+    source: dict[str, Any] = {"kind": src.kind}
+    if src.kind == "git":
+        source.update(url=src.url, ref=src.ref, commit=src.identity)
+    else:
+        source["fingerprint"] = src.identity
+    return {"recipe": asdict(recipe_record(plan)), "options": dict(plan.options), "source": source,
+            "patches": list(diff_records(plan))}
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Which top-level fields differ between two serialised identities, for messages."""
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))

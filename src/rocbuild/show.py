@@ -1,0 +1,177 @@
+"""Text presenters: the plan, what detection found, the build cache. Judgement lives elsewhere."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, assert_never
+
+from rocbuild.detect.arch import ArchDetection
+from rocbuild.detect.python import PythonInfo
+from rocbuild.detect.rocm import Rocm
+from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.source import DirSource, GitSource
+
+Out = Callable[[str], None]
+
+
+def plan_text(plan: Plan, out: Out = print) -> None:
+    h, r = plan.host, plan.host.rocm
+    out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
+    out(f"  archs:  {', '.join(h.archs)}")
+    out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
+    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
+    if h.override:
+        out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
+    if plan.options:
+        out("  options: " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                      for k, v in plan.options.items()))
+    out(f"  work:   {plan.work.root}")
+    if plan.output == "tree":
+        out(f"  output: the prepared tree {plan.work.src} (no wheel)")
+    else:
+        out(f"  wheelhouse: {plan.out}")
+    _requirements(plan, out)
+    out("environment (changes for every step):")
+    for k, v in plan.base_env.items():
+        out(f"  {k}={v}")
+    if plan.ccache_bin is not None:
+        out(f"ccache: {plan.host.ccache} launches CMake's compilers (the *_COMPILER_LAUNCHER variables above); "
+            f"a hipcc called by name runs through the link {plan.ccache_bin / 'hipcc'} -> ccache")
+    out("reuse: the work folder is reused while the build identity's tree part (source, patches, toolchain "
+        "down to its compiler binaries, target python, environment, archs, options) is unchanged; otherwise "
+        "it starts from a fresh tree and build folder")
+    if plan.has_wheel_steps:
+        out("build cache: when a wheel was already built from this exact build identity, it is verified again "
+            "and reused, and no step runs (--no-cache builds anyway)")
+    _prepare(plan, out)
+    out("steps:")
+    for i, step in enumerate(plan.steps, 1):
+        out(f"  {i}. {step.name} ({step.kind})   [{step.where}]")
+        out(f"     cwd:  {step.cwd}")
+        for k, v in step.env.items():
+            out(f"     env:  {k}={v}")
+        if step.shell is not None:
+            out(f"     shell (run by /bin/bash as written): {step.shell}")
+        else:
+            out(f"     argv: {json.dumps(list(step.argv or ()))}")
+        if step.wheel_dir is not None:
+            out(f"     wheels: only what this step writes to {step.wheel_dir} (emptied first) are collected")
+    if plan.has_wheel_steps:
+        label = f"+{plan.local_label}" if plan.local_label else "none (--local-version/recipe dropped it)"
+        out(f"wheels: local version label {label}; provenance JSON (the build identity) added to the "
+            ".dist-info, RECORD rewritten")
+    _checks(plan, out)
+    if plan.has_wheel_steps:
+        out(f"then: wheels move into {plan.out} (only after every check passed)")
+
+
+def _requirements(plan: Plan, out: Out) -> None:
+    req = plan.requirements
+    out("requirements (checked before anything runs):")
+    out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(req.tools) or '-'}; "
+        f"cmake packages: {', '.join(req.cmake_packages) or '-'}")
+    if req.python_check_argv:
+        out(f"  python modules: {', '.join(req.python_modules)}")
+        out(f"    argv: {json.dumps(list(req.python_check_argv))}")
+    if req.torch_check_argv:
+        out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
+        out(f"    argv: {json.dumps(list(req.torch_check_argv))}")
+
+
+def _prepare(plan: Plan, out: Out) -> None:
+    s = plan.source
+    out("prepare:")
+    match s:
+        case DirSource():
+            out(f"  copy {s.directory} -> {plan.work.src} (the original is never modified)")
+        case GitSource():
+            pin = f" (pinned to {s.commit})" if s.commit else ""
+            over = " (--ref overrides the recipe)" if s.ref_overridden else ""
+            out(f"  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
+            out("  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or "
+                "moves; each command is written to the prepare log):")
+            for cmd in s.commands(str(plan.work.src)):
+                out(f"    argv: {json.dumps(cmd)}")
+        case _:
+            assert_never(s)
+    for i, p in enumerate(plan.patches, 1):
+        out(f"  patch {i}: {p.describe()}   [{p.where}]")
+
+
+def _checks(plan: Plan, out: Out) -> None:
+    if not plan.verify:
+        return
+    out("verify (every wheel, before it reaches the wheelhouse):")
+    if plan.has_wheel_steps and any(isinstance(c, (CommandCheck, ImportCheck)) for c in plan.verify):
+        out(f"  the wheels are installed into {plan.work.verify / 'site'} (pip's --target layout, by pypa "
+            f"installer inside rocbuild; no command runs), then PYTHONPATH and PATH point there")
+    for check in plan.verify:
+        match check:
+            case CodeObjectsCheck():
+                out(f"  {check.name} (code-objects)   [{check.where}]")
+                files = f"; device code required in {', '.join(check.files)}" if check.files else ""
+                cover = f"device code covers {', '.join(check.archs)}" if check.archs else "device code not checked"
+                links = f"; those files link {', '.join(check.links)}" if check.links else ""
+                major = ""
+                if check.built_in and plan.host.rocm.version is not None:
+                    major = f"; ROCm libraries of one major, {plan.host.rocm.version.major}"
+                out(f"     every ELF file: no CUDA library{major}; {cover}{files}{links}")
+            case WheelContainsCheck():
+                out(f"  {check.name} (wheel-contains)   [{check.where}]")
+                out(f"     a wheel member matches {check.glob}")
+            case ImportCheck():
+                out(f"  {check.name} (import)   [{check.where}]")
+                skip = "" if plan.host.gpu.usable else f"  (will be skipped: {plan.host.gpu.reason})"
+                out(f"     argv: {json.dumps(list(check.argv))}{skip}")
+            case CommandCheck():
+                out(f"  {check.name} (command)   [{check.where}]")
+                out(f"     argv: {json.dumps(list(check.argv))}")
+                for pattern in check.expect:
+                    out(f"     expect: /{pattern}/")
+            case _:
+                assert_never(check)
+
+
+def detect_text(detection: ArchDetection, rocm: Rocm | None, python: PythonInfo, jobs: int, out: Out = print) -> None:
+    archs = ", ".join(detection.archs) or "none"
+    out(f"archs:  {archs}  (from {detection.source})")
+    for gpu in detection.gpus:
+        name = f"  {gpu.marketing_name}" if gpu.marketing_name else ""
+        out(f"  gpu: {gpu.target_id}{name}  [{gpu.source}]")
+    if detection.override:
+        o = detection.override
+        hw = f"; the hardware is {', '.join(o.hardware)}" if o.hardware else ""
+        out(f"override: HSA_OVERRIDE_GFX_VERSION={o.value} -> runtime reports {o.gfx}{hw}; "
+            "wheels built here target the reported arch")
+    for note in detection.notes:
+        out(f"note: {note}")
+    if rocm is None:
+        out("rocm:   not found (give --rocm PATH, set ROCM_PATH, or install hipcc)")
+    else:
+        out(f"rocm:   {rocm.version or 'unknown version'} at {rocm.path}  ({rocm.layout} layout, found by "
+            f"{rocm.found_by}; version from {rocm.version_source})")
+        out(f"  FindHIP.cmake:  {rocm.cmake_hip_dir or 'not found'}")
+        out(f"  hip-lang:       {rocm.hip_lang_dir or 'not found'}")
+        out(f"  HIP clang++:    {rocm.hip_compiler or 'not found'}")
+    out(f"python: {python.executable} ({python.version})")
+    out(f"jobs:   {jobs}")
+
+
+def cache_text(root: str, entries: list[dict[str, Any]], sizes: dict[str, int], out: Out = print) -> None:
+    out(f"cache: {root}")
+    for name, size in sizes.items():
+        out(f"  {name + '/':<16} {human_size(size)}")
+    out(f"build cache: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+    for e in entries:
+        out(f"  {e['key'][:16]}  {e['recipe']} {e['version']}  {','.join(e['archs'])}  rocm {e['rocm']}  "
+            f"py{e['python']}  {human_size(e['size'])}  last used {e['last_used']}Z")
+        for w in e["wheels"]:
+            out(f"      {w}")
+
+
+def human_size(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)

@@ -1,0 +1,71 @@
+"""Where a build's source tree comes from, as plain values: a git repository at a ref, or a folder.
+
+A leaf module: the recipe loader, the planner, the fetcher and the recipe
+registry all speak these types, and none of them is imported here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rocbuild.errors import UsageError
+
+# A commit id as recipes and lock files may pin it (abbreviated or whole).
+SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+# What git refuses in a ref name, plus a leading '-' (git would read it as an option).
+_BAD_REF = re.compile(r"(^-)|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|/$|^/|//")
+
+
+def check_ref(ref: str, what: str = "--ref") -> str:
+    """Refuse refs git would reject or read as an option (a ref starting with '-')."""
+    if not ref or _BAD_REF.search(ref):
+        raise UsageError(
+            f"{what} {ref!r} is not a valid git ref",
+            hint="accepted: a branch, tag or commit id, e.g. v0.28.1, main or 1d217b5",
+        )
+    return ref
+
+
+@dataclass(frozen=True)
+class GitSource:
+    """A git repository, fetched through a local mirror, checked out at `commit` or `ref`."""
+
+    url: str
+    mirror: str  # the local bare mirror the checkout shares objects with
+    ref: str | None = None
+    commit: str | None = None  # a pin: the build fails when `ref` resolves elsewhere
+    submodules: bool = False
+    ref_overridden: bool = False  # --ref replaced the recipe's ref (its pin no longer applies)
+
+    def commands(self, dest: str) -> list[list[str]]:
+        """The git commands the fetch amounts to, for `plan` and the prepare log."""
+        ref = self.commit or self.ref or "HEAD"
+        cmds = [
+            ["git", "clone", "--mirror", self.url, self.mirror],
+            ["git", "-C", self.mirror, "fetch", "--prune", "origin"],
+            ["git", "clone", "--shared", "--no-checkout", self.mirror, dest],
+            ["git", "-C", dest, "checkout", "--detach", ref],
+        ]
+        if self.submodules:
+            cmds.append(["git", "-C", dest, "submodule", "update", "--init", "--recursive"])
+        return cmds
+
+    def describe(self) -> str:
+        return f"{self.url} @ {self.commit or self.ref or 'HEAD'}"
+
+
+@dataclass(frozen=True)
+class DirSource:
+    """A folder on this machine, copied into the work folder and never modified."""
+
+    directory: str
+
+    def commands(self, dest: str) -> list[list[str]]:
+        return []
+
+    def describe(self) -> str:
+        return f"copy {self.directory}"
+
+
+SourceSpec = GitSource | DirSource

@@ -1,1 +1,0 @@
-"""The actions that touch the source tree: fetching it and patching it."""
