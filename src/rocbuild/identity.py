@@ -156,7 +156,9 @@ class BuildIdentity:
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON types throughout (tuples become lists), so a stored identity compares equal to a fresh one."""
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
+        return data
 
     def key(self) -> str:
         """The build cache key: the hash of every field."""

@@ -19,7 +19,8 @@ def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
     argv = plan.requirements.torch_check_argv
     if argv is None:
         return None
-    result = runner.run(argv, cwd=str(plan.work.root), env=plan.base_env, log=log)
+    # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
+    result = runner.run(argv, cwd="/", env=plan.base_env, log=log)
     if result.exit_code != 0:
         return None
     try:

@@ -1,0 +1,1 @@
+"""A second wheel of the same recipe, built only when asked for."""
