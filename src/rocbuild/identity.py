@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, assert_never
 
 from rocbuild import __version__
 from rocbuild.detect.rocm import Rocm
@@ -131,10 +131,10 @@ class RecipeRecord:
 
 @dataclass(frozen=True)
 class SourceRecord:
+    """The tree a build starts from. The URL and ref only lead to the commit: they are not part of it."""
+
     kind: str  # git | dir
     identity: str  # the resolved commit, or "tree:<sha256>" of a source folder's contents
-    url: str | None = None
-    ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,11 +185,7 @@ def diff_records(plan: Plan) -> tuple[dict[str, Any], ...]:
 
 
 def source_record(plan: Plan, resolved: str) -> SourceRecord:
-    match plan.source:
-        case GitSource():
-            return SourceRecord("git", resolved, url=plan.source.url, ref=plan.source.ref)
-        case DirSource():
-            return SourceRecord("dir", resolved)
+    return SourceRecord("git" if isinstance(plan.source, GitSource) else "dir", resolved)
 
 
 def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch: TorchInfo | None,
@@ -218,12 +214,14 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
 
 def pinned(plan: Plan, resolved_source: str) -> dict[str, Any]:
     """The parts of a build identity a lock file pins: recipe, options, the resolved source, patch files."""
-    src = source_record(plan, resolved_source)
-    source: dict[str, Any] = {"kind": src.kind}
-    if src.kind == "git":
-        source.update(url=src.url, ref=src.ref, commit=src.identity)
-    else:
-        source["fingerprint"] = src.identity
+    source: dict[str, Any]
+    match plan.source:
+        case GitSource():
+            source = {"kind": "git", "url": plan.source.url, "ref": plan.source.ref, "commit": resolved_source}
+        case DirSource():
+            source = {"kind": "dir", "fingerprint": resolved_source}
+        case _:
+            assert_never(plan.source)
     return {"recipe": asdict(recipe_record(plan)), "options": dict(plan.options), "source": source,
             "patches": list(diff_records(plan))}
 

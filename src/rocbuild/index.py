@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from rocbuild.errors import UsageError
-from rocbuild.wheels import file_sha256
+from rocbuild.fsutil import file_sha256
 
 PAGE = ('<!DOCTYPE html>\n<html>\n<head>\n<meta name="pypi:repository-version" content="1.0">\n'
         "<title>{title}</title>\n</head>\n<body>\n<h1>{title}</h1>\n{links}</body>\n</html>\n")

@@ -44,11 +44,16 @@ def test_hello_hip_end_to_end(cli, tmp_path, label):
     with zipfile.ZipFile(wheel) as zf:
         prov = json.loads(zf.read(f"hello_hip-0.1.0+{label}.dist-info/{PROVENANCE}"))
     recipe_text = (REPO / "recipes" / "hello-hip.yaml").read_bytes()
-    assert prov["recipe"] == {"name": "hello-hip", "version": "0.1.0", "path": str(REPO / "recipes" / "hello-hip.yaml"),
-                              "sha256": hashlib.sha256(recipe_text).hexdigest()}
-    assert prov["archs"] == ARCHS.split(",")
-    assert prov["source"]["kind"] == "dir" and prov["source"]["path"] == str(REPO / "examples" / "hello-hip")
-    assert prov["compiler"]["hipcc"] and prov["rocm"]["version"]
+    identity = prov["identity"]
+    assert identity["recipe"] == {"name": "hello-hip", "version": "0.1.0", "extends": [],
+                                  "sha256": hashlib.sha256(recipe_text).hexdigest()}
+    assert prov["recipe_path"] == str(REPO / "recipes" / "hello-hip.yaml")
+    assert identity["archs"] == ARCHS.split(",")
+    assert identity["source"]["kind"] == "dir" and identity["source"]["identity"].startswith("tree:")
+    toolchain = identity["toolchain"]
+    assert toolchain["hipcc"] and toolchain["rocm_version"] and "clang" in toolchain["hip_compiler_version"]
+    assert toolchain["hip_runtime"] and "libamdhip64.so" in toolchain["hip_runtime"]
+    assert len(prov["build_key"]) == 64
     assert prov["wheel"] == {"built_as": f"hello_hip-0.1.0-{tag}-{tag}-linux_x86_64.whl", "local_version": label}
     manifest = json.loads((tmp_path / "wheelhouse" / MANIFEST).read_text())
     entry = manifest["wheels"][name]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rocbuild.verify.check import FileFindings, Verdict
 
 
@@ -37,13 +39,15 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _provenance_line(p: dict) -> str:
-    src = p.get("source") or {}
-    origin = f"{src.get('url')} @ {str(src.get('commit'))[:12]}" if src.get("kind") == "git" else src.get("path")
-    rocm = p.get("rocm") or {}
-    return (f"built by rocbuild {p.get('rocbuild')} from recipe {(p.get('recipe') or {}).get('name')} ({origin}) "
-            f"for {', '.join(p.get('archs') or [])} with ROCm {rocm.get('version')} at {rocm.get('path')}, "
-            f"{p.get('built_at')}")
+def _provenance_line(p: dict[str, Any]) -> str:
+    identity = p.get("identity") or {}
+    src = identity.get("source") or {}
+    recipe = identity.get("recipe") or {}
+    toolchain = identity.get("toolchain") or {}
+    origin = f"commit {str(src.get('identity'))[:12]}" if src.get("kind") == "git" else "a source folder"
+    return (f"built by rocbuild {p.get('rocbuild')} from recipe {recipe.get('name')} {recipe.get('version')} "
+            f"({origin}) for {', '.join(identity.get('archs') or [])} with ROCm {toolchain.get('rocm_version')} "
+            f"at {toolchain.get('rocm_path')}, {p.get('built_at')} (build key {str(p.get('build_key'))[:16]})")
 
 
 def _interesting(f: FileFindings) -> bool:
