@@ -311,7 +311,7 @@ class Plan:
             "requirements": asdict(self.requirements),
             "env": self.base_env,
             "source": _source_json(self.source, self.work.src),
-            "patches": [{**p.identity(), "where": p.where} for p in self.patches],
+            "patches": [_patch_json(p) for p in self.patches],
             "steps": [_step_json(s) for s in self.steps],
             "verify": [{**check_identity(c), "where": c.where} for c in self.verify],
             "local_version": self.local_label or None,
@@ -326,6 +326,13 @@ def _source_json(source: SourceSpec, dest: Path) -> dict[str, Any]:
             return {"kind": "dir", "directory": source.directory, "dest": str(dest), "commands": []}
         case _:
             assert_never(source)
+
+
+def _patch_json(patch: PatchAction) -> dict[str, Any]:
+    out = {**patch.identity(), "where": patch.where}
+    if isinstance(patch, DiffPatch):
+        out.update(path=patch.path, check_argv=list(patch.check_argv), argv=list(patch.argv))
+    return out
 
 
 def _step_json(step: Step) -> dict[str, Any]:
