@@ -21,9 +21,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rocbuild.fsutil import file_sha256
+
 
 @dataclass(frozen=True)
 class CachedWheel:

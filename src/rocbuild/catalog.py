@@ -12,6 +12,7 @@ from rocbuild.recipe import Recipe, load_recipe
 from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
 from rocbuild.registry import load_sources
 
+
 @dataclass(frozen=True)
 class Found:
     name: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError

@@ -20,8 +20,8 @@ from rocbuild.errors import RecipeError, UsageError
 from rocbuild.lock import check_locked_recipe, lock_path, make_lock, read_lock, write_lock
 from rocbuild.paths import cache_root
 from rocbuild.plan import Plan
-from rocbuild.progress import Progress
 from rocbuild.proc import Runner
+from rocbuild.progress import Progress
 
 
 def _dump(data: object) -> None:

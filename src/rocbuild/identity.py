@@ -16,9 +16,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, assert_never
+from typing import Any, assert_never
 
 from rocbuild import __version__
 from rocbuild.detect.rocm import Rocm

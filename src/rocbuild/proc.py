@@ -16,9 +16,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence, TextIO
+from typing import Protocol, TextIO
 
 
 @dataclass(frozen=True)

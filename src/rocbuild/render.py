@@ -60,14 +60,14 @@ class Renderer:
             return env.from_string(value).render(self.context)
         except SecurityError as exc:
             raise self._error(f"template refused by the sandbox: {exc}", value, pos, key,
-                              "plain values: archs, rocm.path, options.NAME, ... (no underscore attributes)")
+                              "plain values: archs, rocm.path, options.NAME, ... (no underscore attributes)") from None
         except jinja2.UndefinedError as exc:
             raise self._error(f"template uses something undefined: {exc.message}", value, pos, key,
-                              ", ".join(sorted(templating.CONTEXT_NAMES)))
+                              ", ".join(sorted(templating.CONTEXT_NAMES))) from None
         except jinja2.TemplateError as exc:
-            raise self._error(f"template error: {exc}", value, pos, key, None)
+            raise self._error(f"template error: {exc}", value, pos, key, None) from None
         except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
-            raise self._error(f"template failed: {exc}", value, pos, key, None)
+            raise self._error(f"template failed: {exc}", value, pos, key, None) from None
 
     def tree(self, value: Any, pos: Position | None, key: str) -> Any:
         if isinstance(value, dict):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, assert_never
+from collections.abc import Callable
+from typing import Any, assert_never
 
 from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.python import PythonInfo

@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import shlex
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import jinja2
 from jinja2 import meta
@@ -42,7 +43,7 @@ def _make_env(finalize: Callable[[Any], Any] | None) -> ImmutableSandboxedEnviro
     return env
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment(shell_quote: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment; with shell_quote every `${{ }}` result is shlex-quoted.
 

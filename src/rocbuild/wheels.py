@@ -14,9 +14,10 @@ import hashlib
 import json
 import re
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version

@@ -7,7 +7,6 @@ are stand-in trees; the venv and the extension modules in it are real.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

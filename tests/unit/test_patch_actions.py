@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from rocbuild.errors import StepFailed
 from rocbuild.build.patch import apply_link, apply_replace
+from rocbuild.errors import StepFailed
 from rocbuild.plan import LinkPatch, ReplacePatch
 
 HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n#endif\n"

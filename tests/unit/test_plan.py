@@ -116,7 +116,7 @@ def test_user_recipes_dir_shadows_builtin(cli, tmp_path, rocm61):
                                     "steps:\n  - run: [python, -V]\n")
     code, out, _ = cli("recipes", "--recipes", d)
     assert code == 0
-    line = next(l for l in out.splitlines() if l.startswith("horovod"))
+    line = next(row for row in out.splitlines() if row.startswith("horovod"))
     assert "9.9" in line and "--recipes" in line
     plan = plan_json(cli, "horovod", "--recipes", d, "--arch", "gfx90a", "--rocm", rocm61)
     assert plan["recipe"]["version"] == "9.9"

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
 from rocbuild.errors import StepFailed
-from rocbuild.plan import Check, CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
-from rocbuild.progress import Progress
+from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.proc import StepRunner
+from rocbuild.progress import Progress
 from rocbuild.verify.install import install_wheels
 
 if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them

@@ -20,9 +20,10 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, assert_never
+from typing import Any, assert_never
 
 from rocbuild.build.checks import Checker, tail
 from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
@@ -38,8 +39,8 @@ from rocbuild.fsutil import copy_atomically
 from rocbuild.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
 from rocbuild.lock import check_locked_source
 from rocbuild.plan import Plan, Step
-from rocbuild.progress import Progress
 from rocbuild.proc import StepRunner
+from rocbuild.progress import Progress
 from rocbuild.source import DirSource, GitSource
 
 PREPARE_STAMP = "prepare"

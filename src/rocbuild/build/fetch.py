@@ -11,8 +11,9 @@ import hashlib
 import os
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import file_sha256

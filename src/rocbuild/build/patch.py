@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 from pathlib import Path
-
 from typing import assert_never
 
 from rocbuild.errors import StepFailed

@@ -5,9 +5,10 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rocbuild.errors import UsageError
 from rocbuild.fsutil import write_text_atomically

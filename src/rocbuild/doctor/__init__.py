@@ -10,8 +10,8 @@ from pathlib import Path
 from rocbuild.detect.arch import base_gfx, detect_archs
 from rocbuild.detect.rocm import find_rocm
 from rocbuild.detect.torch import probe_python
-from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
 from rocbuild.doctor.facts import IGPU_ARCHS
+from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
 from rocbuild.doctor.model import STATUSES, Check, Identity
 from rocbuild.doctor.pyenv import extension_check, torch_checks
 from rocbuild.errors import HostNotReady

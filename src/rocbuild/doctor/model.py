@@ -37,7 +37,7 @@ class Identity:
     user: str
 
     @classmethod
-    def current(cls) -> "Identity":
+    def current(cls) -> Identity:
         uid = os.getuid()
         try:
             user = pwd.getpwuid(uid).pw_name
@@ -53,7 +53,7 @@ class Groups:
     by_gid: dict[int, tuple[str, tuple[str, ...]]]
 
     @classmethod
-    def read(cls, root: Path) -> "Groups":
+    def read(cls, root: Path) -> Groups:
         out: dict[int, tuple[str, tuple[str, ...]]] = {}
         try:
             text = (root / "etc" / "group").read_text(errors="replace")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import jinja2
 import yaml
@@ -18,6 +19,8 @@ from packaging.version import InvalidVersion, Version
 
 from rocbuild import templating
 from rocbuild.errors import RecipeError, UsageError
+from rocbuild.recipe.extends import MergeError, merge
+from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
 from rocbuild.recipe.model import (
     SCHEMA_VERSION,
     Conditional,
@@ -28,10 +31,8 @@ from rocbuild.recipe.model import (
     Requires,
     Source,
 )
-from rocbuild.recipe.extends import MergeError, merge
-from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
-from rocbuild.source import SHA_RE
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
+from rocbuild.source import SHA_RE
 from rocbuild.wheels import LOCAL_LABEL_RE
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
