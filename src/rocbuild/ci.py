@@ -52,7 +52,7 @@ class Matrix:
         return {"include": [asdict(e) for e in self.entries], "excluded": list(self.excluded)}
 
 
-def split_list(value: str | None, what: str, pattern: re.Pattern | None, default: tuple[str, ...],
+def split_list(value: str | None, what: str, pattern: re.Pattern[str] | None, default: tuple[str, ...],
                accepted: str) -> tuple[str, ...]:
     if value is None:
         return default
@@ -103,6 +103,7 @@ def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tupl
 
 def _default_archs(rocm: str) -> tuple[str, ...]:
     m = ROCM_RE.match(rocm)
+    assert m is not None  # split_list admitted only releases that match
     version = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     archs = supported_archs(version)
     if archs is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
@@ -18,7 +19,7 @@ COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "r
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse's own errors: same shape and exit code as ours
+    def error(self, message: str) -> NoReturn:  # argparse's own errors: same shape and exit code as ours
         raise UsageError(message, hint=f"see `{self.prog} --help`")
 
 
@@ -137,9 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
-        from rocbuild import commands
+        from rocbuild.commands import HANDLERS  # the handlers import everything; --help needs none of it
 
-        return getattr(commands, f"cmd_{args.command}")(args)
+        return HANDLERS[args.command](args)
     except RocbuildError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code

@@ -7,7 +7,9 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rocbuild import catalog, show
 from rocbuild.assemble import BuildRequest, assemble
@@ -243,7 +245,7 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     if args.action == "list":
         if args.names:
             raise UsageError("`recipes list` takes no names")
-        rows = []
+        rows: list[dict[str, Any]] = []
         for found in catalog.all_recipes(args.recipes):
             try:
                 recipe = catalog.load(found.path, args.recipes)
@@ -299,9 +301,9 @@ def _recipe_sources(args: argparse.Namespace) -> int:
             if before.kind == "dir":
                 print(f"{after.name}: a folder, read in place ({after.location})")
             elif before.commit == after.commit:
-                print(f"{after.name}: unchanged at {after.commit[:12]}")
+                print(f"{after.name}: unchanged at {(after.commit or '?')[:12]}")
             else:
-                print(f"{after.name}: {before.commit[:12] if before.commit else 'new'} -> {after.commit[:12]}")
+                print(f"{after.name}: {before.commit[:12] if before.commit else 'new'} -> {(after.commit or '?')[:12]}")
         return 0
     if args.action == "remove":
         if len(args.names) != 1:
@@ -342,3 +344,11 @@ def _new_recipe(args: argparse.Namespace) -> int:
     print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch gfx90a`",
           file=sys.stderr)
     return 0
+
+
+# Each subcommand's handler: parsed arguments in, exit code out.
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "build": cmd_build, "plan": cmd_plan, "prepare": cmd_prepare, "lock": cmd_lock, "verify": cmd_verify,
+    "doctor": cmd_doctor, "detect": cmd_detect, "recipes": cmd_recipes, "cache": cmd_cache, "index": cmd_index,
+    "ci": cmd_ci,
+}

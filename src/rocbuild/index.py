@@ -33,7 +33,7 @@ def build_index(wheelhouse: Path, out: Path | None = None) -> tuple[Path, dict[s
     bad = []
     for wheel in sorted(wheelhouse.glob("*.whl")):
         try:
-            name = canonicalize_name(parse_wheel_filename(wheel.name)[0])
+            name: str = canonicalize_name(parse_wheel_filename(wheel.name)[0])
         except InvalidWheelFilename as exc:
             bad.append(f"{wheel.name}: {exc}")
             continue

@@ -48,6 +48,9 @@ LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPI
                           "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER"})
 
 
+GPU_NOT_CHECKED = GpuAccess(False, "not checked")
+
+
 @dataclass(frozen=True)
 class Host:
     """Everything about the build target that rendering needs."""
@@ -57,7 +60,7 @@ class Host:
     python: PythonInfo
     jobs: int
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in effect, recorded with the build
-    gpu: GpuAccess = GpuAccess(False, "not checked")  # decides whether verify `import:` entries run
+    gpu: GpuAccess = GPU_NOT_CHECKED  # decides whether verify `import:` entries run
     ccache: str | None = None  # ccache's path when it is installed: compilers are launched through it
 
 

@@ -64,7 +64,7 @@ class Runner:
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
             log: Path, shell: str | None = None) -> RunResult:
         """Run one command with env = os.environ + env; append its output to `log`."""
-        from invoke import Context  # ~30 ms to import; probes and cached builds never need it
+        from invoke.context import Context  # ~30 ms to import; probes and cached builds never need it
 
         full_env = dict(os.environ)
         full_env.update(env or {})
@@ -104,7 +104,7 @@ def query_process(argv: Sequence[str], *, env: Mapping[str, str] | None = None, 
     if shutil.which(argv[0], path=path) is None and not os.path.isfile(argv[0]):
         return f"{argv[0]}: not found"
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(list(argv), check=False, capture_output=True, text=True, timeout=timeout,
                               env=dict(env) if env is not None else None, cwd=cwd,
                               stdin=subprocess.DEVNULL, errors="replace")
     except subprocess.TimeoutExpired:

@@ -39,7 +39,7 @@ class RecipeSource:
 
     @property
     def root(self) -> Path:
-        return Path(self.checkout if self.kind == "git" else self.location)
+        return Path(self.checkout) if self.kind == "git" and self.checkout else Path(self.location)
 
     @property
     def recipe_dir(self) -> Path:

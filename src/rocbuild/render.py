@@ -52,8 +52,10 @@ class Renderer:
         self.context = context
 
     def text(self, value: Any, pos: Position | None, key: str | None = None, *, shell: bool = False) -> str:
-        """Render one string; a non-template comes back unchanged."""
-        if not isinstance(value, str) or not templating.is_template(value):
+        """Render one string; a non-template comes back unchanged (the loader made every leaf a string)."""
+        if not isinstance(value, str):
+            return str(value)
+        if not templating.is_template(value):
             return value
         env = templating.environment(shell_quote=shell)
         try:

@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
@@ -46,7 +46,7 @@ def record_hash(digest: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict) -> Path:
+def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, Any]) -> Path:
     try:
         parse_wheel_filename(src.name)
     except InvalidWheelFilename as exc:
@@ -63,7 +63,7 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict) -> Pa
 
 
 def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_stem: str, new_version: str,
-                      provenance: dict) -> None:
+                      provenance: dict[str, Any]) -> None:
     """Every member under its new name, METADATA's version changed, the provenance file, a fresh RECORD."""
     old_stem = old_info[: -len(".dist-info")]
     new_info = new_stem + ".dist-info"
@@ -87,12 +87,13 @@ def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_ste
         _write_bytes(zout, record_name, ("\n".join(lines) + "\n").encode(), stamp)
 
 
-def read_provenance(wheel: Path) -> dict | None:
+def read_provenance(wheel: Path) -> dict[str, Any] | None:
     try:
         with zipfile.ZipFile(wheel) as zf:
             for name in zf.namelist():
                 if name.count("/") == 1 and name.endswith(f".dist-info/{PROVENANCE}"):
-                    return json.loads(zf.read(name))
+                    data = json.loads(zf.read(name))
+                    return data if isinstance(data, dict) else None
     except (zipfile.BadZipFile, OSError, ValueError):
         return None
     return None
@@ -152,7 +153,7 @@ def _locked(folder: Path) -> Iterator[None]:
         yield
 
 
-def update_manifest(wheelhouse: Path, entries: dict[str, dict]) -> Path:
+def update_manifest(wheelhouse: Path, entries: dict[str, dict[str, Any]]) -> Path:
     """Merge entries (by wheel file name) into the wheelhouse manifest, atomically."""
     path = wheelhouse / MANIFEST
     with _locked(wheelhouse):

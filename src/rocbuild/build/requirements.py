@@ -69,6 +69,6 @@ def _torch_problems(plan: Plan, env: PythonEnv | None, log: Path) -> list[str]:
     if env.torch is None:
         return [f"no torch in {python}: this recipe builds against a ROCm torch; install one:\n  {install}"]
     if env.torch.flavour != "rocm":
-        return [f"{env.torch.describe()}: building against it would give an extension that links CUDA "
-                f"(or none at all), not ROCm. Install a ROCm torch:\n  {install}"]
+        return [(f"{env.torch.describe()}: building against it would give an extension that links CUDA "
+                 f"(or none at all), not ROCm. Install a ROCm torch:\n  {install}")]
     return []

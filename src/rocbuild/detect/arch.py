@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocbuild.detect.query import query
 from rocbuild.errors import HostNotReady, UsageError
@@ -47,7 +49,7 @@ class ArchDetection:
     override: Override | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "archs": self.archs,
             "gpus": [asdict(g) for g in self.gpus],
@@ -245,8 +247,8 @@ def detect_archs(
 
     if arch_option is not None:
         archs = parse_arch_list(arch_option)
-        gpus = [Gpu(gfx=base_gfx(a), target_id=a, source="--arch") for a in archs]
-        return ArchDetection(archs, gpus, "--arch", override, notes)
+        given = [Gpu(gfx=base_gfx(a), target_id=a, source="--arch") for a in archs]
+        return ArchDetection(archs, given, "--arch", override, notes)
 
     explicit = rocminfo_file is not None or sysfs_root is not None
     gpus: list[Gpu] = []
@@ -260,9 +262,9 @@ def detect_archs(
             raise UsageError(f"cannot read --rocminfo file {rocminfo_file}: {exc.strerror}") from None
         gpus, source = parse_rocminfo(text, "rocminfo"), "rocminfo"
     elif not explicit and use_commands:
-        text = query(["rocminfo"], env=environ)
-        if text:
-            gpus, source = parse_rocminfo(text, "rocminfo"), "rocminfo"
+        answer = query(["rocminfo"], env=environ)
+        if answer:
+            gpus, source = parse_rocminfo(answer, "rocminfo"), "rocminfo"
 
     if not gpus and sysfs_gpus:
         gpus, source = sysfs_gpus, "sysfs"
@@ -272,8 +274,8 @@ def detect_archs(
 
     if not gpus and not explicit and use_commands:
         for tool in ("rocm_agent_enumerator", "amdgpu-arch"):
-            text = query([tool], env=environ)
-            found = parse_enumerator(text or "", tool)
+            answer = query([tool], env=environ)
+            found = parse_enumerator(answer or "", tool)
             if found:
                 gpus, source = found, tool
                 break
@@ -297,7 +299,7 @@ def require_archs(detection: ArchDetection) -> list[str]:
     )
 
 
-def _dedup(items) -> list[str]:
+def _dedup(items: Iterable[str]) -> list[str]:
     out: list[str] = []
     for item in items:
         if item not in out:

@@ -32,8 +32,9 @@ def remembered_query(argv: list[str], env: dict[str, str]) -> str | None:
         known = json.loads(store.read_text())
     except (OSError, ValueError):
         known = {}
-    if key in known:
-        return known[key]
+    if isinstance(known.get(key), str):
+        cached: str = known[key]
+        return cached
     out = query(argv, env)
     if out is not None:
         known[key] = out

@@ -12,6 +12,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -91,7 +92,7 @@ class Rocm:
     include_dir: Path | None = None
 
     def has_header(self, name: str) -> bool:
-        return bool(self.include_dir) and (self.include_dir / name).is_file()
+        return self.include_dir is not None and (self.include_dir / name).is_file()
 
     def cmake_package(self, name: str) -> Path | None:
         """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""
@@ -107,7 +108,7 @@ class Rocm:
                     return sub
         return None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": str(self.path),
             "version": str(self.version) if self.version else None,
@@ -181,7 +182,7 @@ def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm
     cmake_roots += [prefix / "share" / "cmake"]
     cmake_roots = [r for r in cmake_roots if r.is_dir()]
 
-    def first(paths) -> Path | None:
+    def first(paths: list[Path]) -> Path | None:
         return next((p for p in paths if p.exists()), None)
 
     hip_dirs = [prefix / "lib" / "cmake" / "hip", prefix / "hip" / "cmake"] + [r / "hip" for r in cmake_roots]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from rocbuild.detect.rocm import RocmVersion
 from rocbuild.proc import query_process
@@ -91,7 +92,7 @@ class TorchInfo:
                 "unknown": f"unreadable ({self.error})"}[self.flavour]
         return f"torch {self.version or '?'} at {self.path} is {what}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "version": self.version, "hip": self.hip, "cuda": self.cuda,
                 "flavour": self.flavour, "rocm_version": self.rocm_version, "error": self.error}
 

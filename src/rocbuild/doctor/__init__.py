@@ -6,6 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocbuild.detect.arch import base_gfx, detect_archs
 from rocbuild.detect.rocm import find_rocm
@@ -64,7 +65,7 @@ def _counts(checks: list[Check]) -> dict[str, int]:
     return {s: sum(1 for c in checks if c.status == s) for s in STATUSES}
 
 
-def report_json(checks: list[Check]) -> dict:
+def report_json(checks: list[Check]) -> dict[str, Any]:
     counts = _counts(checks)
     return {"ok": counts["fail"] == 0, "counts": counts, "checks": [c.to_json() for c in checks]}
 

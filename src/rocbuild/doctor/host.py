@@ -195,8 +195,9 @@ def access_checks(root: Path, who: Identity, wsl: str | None, expect_gpu: bool) 
         out.append(Check("groups", "ok", "running as root: device access does not depend on groups "
                          "(other users need the video and render groups)"))
     else:
-        wanted = [g for g in ("video", "render") if groups.gid(g) is not None]
-        lacking = [g for g in wanted if not groups.member(who, groups.gid(g))]
+        present = {g: gid for g in ("video", "render") if (gid := groups.gid(g)) is not None}
+        wanted = list(present)
+        lacking = [g for g, gid in present.items() if not groups.member(who, gid)]
         if not wanted:
             out.append(Check("groups", "skip", "no video or render group on this machine"))
         elif lacking:

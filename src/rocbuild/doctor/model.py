@@ -6,6 +6,7 @@ import os
 import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 STATUSES = ("ok", "warn", "fail", "skip")
 
@@ -16,13 +17,13 @@ class Check:
     status: str  # ok | warn | fail | skip
     message: str
     fix: str = ""  # for warn and fail: what to do, a command where there is one
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         assert self.status in STATUSES, self.status
 
-    def to_json(self) -> dict:
-        out = {"id": self.id, "status": self.status, "message": self.message, "fix": self.fix}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "status": self.status, "message": self.message, "fix": self.fix}
         if self.details:
             out["details"] = self.details
         return out

@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 import os
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import PythonEnv, TorchInfo, rocm_torch_install
@@ -86,7 +88,7 @@ def _owners(site: Path) -> dict[str, Owner]:
     return out
 
 
-def _shared_objects(site: Path):
+def _shared_objects(site: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(site):
         if Path(dirpath) == site:
             dirnames[:] = [d for d in dirnames if d not in SKIP_TOP and not d.startswith("nvidia_")
@@ -112,7 +114,7 @@ def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> Chec
     py = env.executable
     arch_arg = f" --arch {','.join(archs)}" if archs else ""
     scanned = 0
-    bad: list[dict] = []
+    bad: list[dict[str, Any]] = []
     for site_dir in env.site_packages:
         site = Path(site_dir)
         owners = _owners(site)

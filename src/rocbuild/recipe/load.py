@@ -182,7 +182,7 @@ class _Loader:
 
     # -- generic shape checks -----------------------------------------------
 
-    def mapping(self, value: Any, key: str, mark: Mark, allowed: dict[str, bool]) -> YMap:
+    def mapping(self, value: Any, key: str, mark: Mark | None, allowed: dict[str, bool]) -> YMap:
         if not isinstance(value, YMap):
             raise self.error("expected a mapping", key, mark, value=_show(value),
                              accepted="keys " + ", ".join(allowed))
@@ -206,8 +206,8 @@ class _Loader:
             raise self.error(f"expected {what}", key, mark, value=_show(value), accepted=hint)
         if isinstance(value, (int, float)):
             # What was written, not what YAML made of it: `ref: 1.10` is not 1.1.
-            return getattr(value, "raw", str(value))
-        return value
+            return str(getattr(value, "raw", str(value)))
+        return str(value)
 
     def template(self, value: str, key: str, mark: Mark) -> str:
         if templating.is_template(value):
@@ -217,7 +217,7 @@ class _Loader:
                 raise self.error(f"template syntax error: {exc.message}", key, mark, value=value,
                                  accepted="jinja2 expressions inside ${{ ... }}") from None
             if unknown:
-                name = sorted(unknown)[0]
+                name = min(unknown)
                 close = difflib.get_close_matches(name, sorted(templating.CONTEXT_NAMES), n=2)
                 raise self.error(f"template uses undefined name {name!r}", key, mark, value=value,
                                  accepted=", ".join(sorted(templating.CONTEXT_NAMES)),
@@ -232,7 +232,7 @@ class _Loader:
             raise self.error("expected true or false", key, mark, value=_show(value), accepted="true, false")
         return value
 
-    def seq(self, value: Any, key: str, mark: Mark, what: str) -> YList:
+    def seq(self, value: Any, key: str, mark: Mark | None, what: str) -> YList:
         if not isinstance(value, YList):
             raise self.error("expected a list", key, mark, value=_show(value), accepted=f"a list of {what}")
         return value
@@ -367,7 +367,7 @@ class _Loader:
             patch_dirs=tuple(self.patch_dirs()),
         )
 
-    def output(self, top: YMap, vm: dict) -> str:
+    def output(self, top: YMap, vm: dict[str, Any]) -> str:
         if "output" not in top:
             return "wheel"
         value = self.string(top["output"], "output", vm["output"])
@@ -378,7 +378,7 @@ class _Loader:
                              suggestion=difflib.get_close_matches(value, OUTPUTS, n=1) or None)
         return value
 
-    def local_version(self, top: YMap, vm: dict) -> str | None:
+    def local_version(self, top: YMap, vm: dict[str, Any]) -> str | None:
         if "local-version" not in top:
             return None
         raw = top["local-version"]
@@ -416,7 +416,7 @@ class _Loader:
             if "submodules" in src else False,
         )
 
-    def source_path(self, src: YMap, vm: dict) -> str:
+    def source_path(self, src: YMap, vm: dict[str, Any]) -> str:
         """Relative to the file that says it: a base recipe's folder stays its own when extended."""
         path = self.string(src["path"], "source.path", vm["path"])
         written_in = vm["path"].file
@@ -589,7 +589,7 @@ class _Loader:
             out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd))
         return tuple(out)
 
-    def string_map(self, raw: Any, key: str, mark: Mark, key_re: re.Pattern, what: str, form: str,
+    def string_map(self, raw: Any, key: str, mark: Mark, key_re: re.Pattern[str], what: str, form: str,
                    keys_accepted: str) -> dict[str, str]:
         """A mapping of names to (template) strings; YAML booleans become CMake's ON/OFF."""
         if not isinstance(raw, YMap):

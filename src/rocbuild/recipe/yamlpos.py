@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -16,19 +17,19 @@ class Mark:
     file: str | None = None  # set when recipes are merged (`extends:`): the file this was written in
 
 
-class YMap(dict):
+class YMap(dict[Any, Any]):
     """A mapping that knows the position of itself, each key and each value."""
 
     mark: Mark
-    key_marks: dict
-    value_marks: dict
+    key_marks: dict[Any, Mark]
+    value_marks: dict[Any, Mark]
 
 
-class YList(list):
+class YList(list[Any]):
     """A sequence that knows the position of itself and each item."""
 
     mark: Mark
-    item_marks: list
+    item_marks: list[Mark]
 
 
 class DuplicateKey(Exception):
@@ -73,10 +74,10 @@ def _convert(node: Node, scalars: SafeConstructor, file: str | None = None) -> o
             value.raw = node.value
         return value
     if isinstance(node, SequenceNode):
-        out = YList(_convert(item, scalars, file) for item in node.value)
-        out.mark = _mark(node)
-        out.item_marks = [_mark(item) for item in node.value]
-        return out
+        items = YList(_convert(item, scalars, file) for item in node.value)
+        items.mark = _mark(node)
+        items.item_marks = [_mark(item) for item in node.value]
+        return items
     if isinstance(node, MappingNode):
         out = YMap()
         out.mark = _mark(node)

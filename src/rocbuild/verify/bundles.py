@@ -20,11 +20,13 @@ Entry ids are `<kind>-<triple>-<target id>`: `hipv4-amdgcn-amd-amdhsa--gfx90a`,
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import zstandard
 
@@ -49,6 +51,9 @@ GENERIC_MEMBERS = {
     "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
     "gfx12-generic": ("gfx1200", "gfx1201"),
 }
+
+# What bundles are read from: a file mapped into memory, or bytes.
+Buf = bytes | bytearray | mmap.mmap
 
 
 class BundleError(ValueError):
@@ -89,7 +94,7 @@ class Entry:
     def kind(self) -> str:
         return self.id.split("-", 1)[0]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         target = self.target
         return {"id": self.id, "kind": self.kind, "target": str(target) if target else None, "size": self.size}
 
@@ -106,15 +111,15 @@ class Bundle:
     def targets(self) -> list[TargetId]:
         return [t for t in (e.target for e in self.entries if e.size > 0) if t is not None]
 
-    def to_json(self) -> dict:
-        out = {"offset": self.offset, "size": self.size, "compression": self.compression,
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"offset": self.offset, "size": self.size, "compression": self.compression,
                "entries": [e.to_json() for e in self.entries]}
         if self.compressed_version is not None:
             out["ccob_version"] = self.compressed_version
         return out
 
 
-def parse_uncompressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
+def parse_uncompressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundle:
     """Read the bundle starting at `at`; `limit` is where its data ends (buf may hold only the front)."""
     end = len(buf) if limit is None else limit
     if bytes(buf[at:at + len(MAGIC)]) != MAGIC:
@@ -149,7 +154,7 @@ def parse_uncompressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
     return Bundle(at, extent, tuple(entries))
 
 
-def parse_compressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
+def parse_compressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundle:
     """Read a CCOB-wrapped bundle: decompress in chunks, keep only its header."""
     end = len(buf) if limit is None else limit
     if bytes(buf[at:at + 4]) != CCOB_MAGIC:
@@ -178,7 +183,7 @@ def parse_compressed(buf, at: int = 0, limit: int | None = None) -> Bundle:
     return Bundle(at, size, inner.entries, METHODS[method], version)
 
 
-def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
+def _decompress_head(method: str, data: Buf) -> tuple[bytes, int, int]:
     """Stream through compressed data in chunks (constant memory for any size).
 
     Returns its first bytes (where the bundle header is), the decompressed
@@ -187,7 +192,9 @@ def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
     produced = fed = 0
     mv = memoryview(data)
     try:
-        d = zlib.decompressobj() if method == "zlib" else zstandard.ZstdDecompressor().decompressobj()
+        # zlib's and zstandard's decompressors share the calls made here (eof, unconsumed_tail, decompress),
+        # not a type; zstandard's decompress takes no size limit (it returns up to its own window).
+        d: Any = zlib.decompressobj() if method == "zlib" else zstandard.ZstdDecompressor().decompressobj()
         while not d.eof:
             tail = getattr(d, "unconsumed_tail", b"")
             if tail:
@@ -207,7 +214,7 @@ def _decompress_head(method: str, data) -> tuple[bytes, int, int]:
     return bytes(keep), produced, fed - len(d.unused_data)
 
 
-def find_bundles(buf, start: int = 0, end: int | None = None, *, strict: bool = True
+def find_bundles(buf: Buf, start: int = 0, end: int | None = None, *, strict: bool = True
                  ) -> tuple[list[Bundle], list[str]]:
     """Every bundle in buf[start:end]. With strict, a magic that does not parse is reported;
     without, it is skipped (outside .hip_fatbin the magic may be an ordinary string)."""
@@ -227,7 +234,7 @@ def find_bundles(buf, start: int = 0, end: int | None = None, *, strict: bool = 
     return found, problems
 
 
-def _magics(buf, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+def _magics(buf: Buf, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     hits = []
     for magic in (MAGIC, CCOB_MAGIC):
         pos = buf.find(magic, start, end)
@@ -266,21 +273,22 @@ def _uncovered_mode(pool: list[TargetId], wanted: TargetId) -> str | None:
     return None
 
 
-def _u64(buf, pos: int, end: int) -> int:
+def _u64(buf: Buf, pos: int, end: int) -> int:
     return _unpack("<Q", buf, pos, end)
 
 
-def _u32(buf, pos: int, end: int) -> int:
+def _u32(buf: Buf, pos: int, end: int) -> int:
     return _unpack("<I", buf, pos, end)
 
 
-def _u16(buf, pos: int, end: int) -> int:
+def _u16(buf: Buf, pos: int, end: int) -> int:
     return _unpack("<H", buf, pos, end)
 
 
-def _unpack(fmt: str, buf, pos: int, end: int) -> int:
+def _unpack(fmt: str, buf: Buf, pos: int, end: int) -> int:
     n = struct.calcsize(fmt)
     data = bytes(buf[pos:pos + n])
     if pos + n > end or len(data) != n:
         raise BundleError("truncated header")
-    return struct.unpack(fmt, data)[0]
+    value: int = struct.unpack(fmt, data)[0]
+    return value

@@ -20,6 +20,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocbuild.errors import UsageError
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, find_bundles
@@ -43,7 +44,7 @@ class FileFindings:
                     seen.append(str(t))
         return seen
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         i = self.info
         return {
             "path": self.path, "machine": i.machine, "soname": i.soname, "needed": i.needed,
@@ -59,7 +60,7 @@ class InputFindings:
     kind: str  # wheel | elf | folder | bundle
     files: list[FileFindings] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    provenance: dict | None = None  # what rocbuild recorded when it built this wheel
+    provenance: dict[str, Any] | None = None  # what rocbuild recorded when it built this wheel
 
     @property
     def has_device_code(self) -> bool:
@@ -72,7 +73,7 @@ class InputFindings:
             out += [f"{where}: {p}" for p in f.problems]
         return out + [f"{self.path}: {p}" for p in self.problems]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
                 "provenance": self.provenance,
                 "files": [f.to_json() for f in self.files], "problems": self.all_problems()}
@@ -92,7 +93,7 @@ class Verdict:
     def ok(self) -> bool:
         return not self.problems
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "archs": self.archs, "archs_from": self.archs_from,
                 "inputs": [i.to_json() for i in self.inputs], "problems": self.problems}
 

@@ -6,6 +6,7 @@ import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
@@ -84,10 +85,12 @@ def inspect_elf(path: Path) -> ElfInfo:
             for section in elf.iter_sections():
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():
+                        # pyelftools sets `needed` and `soname` on the tags of those kinds only (untyped)
+                        named: Any = tag
                         if tag.entry.d_tag == "DT_NEEDED":
-                            info.needed.append(tag.needed)
+                            info.needed.append(str(named.needed))
                         elif tag.entry.d_tag == "DT_SONAME":
-                            info.soname = tag.soname
+                            info.soname = str(named.soname)
                 if FATBIN_SECTION.match(section.name) and section["sh_type"] != "SHT_NOBITS":
                     fatbins.append((section.name, section["sh_offset"], section["sh_size"]))
     except (ELFError, ValueError, KeyError, OSError) as exc:
