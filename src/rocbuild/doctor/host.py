@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import rocbuild.doctor.facts as facts
 from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.rocm import Rocm
-from rocbuild.doctor import facts
 from rocbuild.doctor.model import Check, Groups, Identity, can_open
 
 ROCM_INSTALL = ("install ROCm (https://rocm.docs.amd.com, `amdgpu-install --usecase=rocm`) or the distro "

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import rocbuild.doctor.facts as facts
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import PythonEnv, TorchInfo, rocm_torch_install
-from rocbuild.doctor import facts
 from rocbuild.doctor.model import Check
 from rocbuild.verify.bundles import TargetId
 from rocbuild.verify.check import inspect_file, judge_file
