@@ -22,6 +22,7 @@ import os
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -115,7 +116,10 @@ class Engine:
             first_clone = isinstance(plan.source, GitSource) and not Path(plan.source.mirror, "HEAD").is_file()
             if first_clone and check_host:
                 check_requirements(plan, self.runner, req_log, torch_env)
-            prepare_log = self.workspace.log_path(0, "prepare")
+            # Appended to, not replaced: a run that finds the tree up to date keeps the record of how it was made.
+            prepare_log = self.workspace.log_path(0, "prepare", fresh=False)
+            with open(prepare_log, "a", encoding="utf-8") as fh:
+                fh.write(f"== {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
             resolved = self.resolve_source(prepare_log)
             identity = build_identity(plan, resolved.identity, self.toolchain(plan.host.rocm),
                                       torch_env.torch if torch_env else None, self.environ)
@@ -258,8 +262,12 @@ class Engine:
         own = {Path(s.wheel_dir) for s in steps if s.wheel_dir}
         if self.plan.work.dist.is_dir():
             for stray in self.plan.work.dist.iterdir():
-                if stray not in own:
-                    shutil.rmtree(stray) if stray.is_dir() and not stray.is_symlink() else stray.unlink()
+                if stray in own:
+                    continue
+                if stray.is_dir() and not stray.is_symlink():
+                    shutil.rmtree(stray)
+                else:
+                    stray.unlink()
         wheels = []
         for step in steps:
             found = sorted(Path(step.wheel_dir or "").glob("*.whl"))
