@@ -14,7 +14,7 @@ import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
@@ -24,7 +24,7 @@ from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import patch_dirs_for
-from rocbuild.recipe.model import Entry, Recipe
+from rocbuild.recipe.model import Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
 from rocbuild.source import SHA_RE, DirSource, GitSource, SourceSpec, check_ref
 from rocbuild.wheels import LOCAL_LABEL_RE
@@ -151,8 +151,6 @@ def patch_record(patch: PatchAction) -> dict[str, Any]:
 
 
 # -- steps ------------------------------------------------------------------
-
-StepKind = Literal["cmake", "cmake-build", "make", "run", "shell", "wheel"]
 
 
 @dataclass(frozen=True)
@@ -469,7 +467,7 @@ def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) 
     return label
 
 
-def _verify_step(entry: Entry, r: Renderer, host: Host) -> Check:
+def _verify_step(entry: Entry[VerifyKind], r: Renderer, host: Host) -> Check:
     name, where, env, body = entry.name or "verify", entry.pos.describe(), _entry_env(entry, r), entry.body
     key = f"{entry.pos.key}.{entry.kind}"
     match entry.kind:
@@ -493,7 +491,7 @@ def _verify_step(entry: Entry, r: Renderer, host: Host) -> Check:
             return CodeObjectsCheck(name, where, tuple(archs), tuple(r.text(f, entry.pos, key) for f in body["files"]),
                                     tuple(body["links"]))
         case _:
-            raise AssertionError(f"not a verify kind: {entry.kind}")  # the loader admits no other
+            assert_never(entry.kind)
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
@@ -518,7 +516,7 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
                      submodules=src.submodules, ref_overridden=overridden)
 
 
-def _patch(recipe: Recipe, entry: Entry, r: Renderer) -> PatchAction:
+def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer) -> PatchAction:
     key = f"{entry.pos.key}.{entry.kind}"
     where = entry.pos.describe()
     match entry.kind:
@@ -540,7 +538,7 @@ def _patch(recipe: Recipe, entry: Entry, r: Renderer) -> PatchAction:
             return CopyPatch(r.text(entry.body["from"], entry.pos, f"{key}.from"),
                              r.text(entry.body["to"], entry.pos, f"{key}.to"), where)
         case _:
-            raise AssertionError(f"not a patch kind: {entry.kind}")  # the loader admits no other
+            assert_never(entry.kind)
 
 
 def _python_alias(argv: list[str], host: Host) -> list[str]:
@@ -550,7 +548,7 @@ def _python_alias(argv: list[str], host: Host) -> list[str]:
     return argv
 
 
-def _entry_env(entry: Entry, r: Renderer) -> dict[str, str]:
+def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
     env = {}
     for name, cond in entry.env:
         if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
@@ -558,7 +556,7 @@ def _entry_env(entry: Entry, r: Renderer) -> dict[str, str]:
     return env
 
 
-def _step(entry: Entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
+def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs) -> Step:
     key = f"{entry.pos.key}.{entry.kind}"
     src = str(work.src)
 
@@ -619,4 +617,4 @@ def _step(entry: Entry, r: Renderer, host: Host, work: WorkDirs) -> Step:
             argv += list(body.get("args", []))
             return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir)
         case _:
-            raise AssertionError(f"not a step kind: {entry.kind}")  # the loader admits no other
+            assert_never(entry.kind)

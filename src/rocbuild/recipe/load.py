@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import yaml
@@ -22,14 +22,20 @@ from rocbuild.errors import RecipeError, UsageError
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
 from rocbuild.recipe.model import (
+    PATCH_KINDS,
     SCHEMA_VERSION,
+    STEP_KINDS,
+    VERIFY_KINDS,
     Conditional,
     Entry,
     Option,
+    PatchKind,
     Position,
     Recipe,
     Requires,
     Source,
+    StepKind,
+    VerifyKind,
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
 from rocbuild.source import SHA_RE
@@ -38,6 +44,7 @@ from rocbuild.wheels import LOCAL_LABEL_RE
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
+KindT = TypeVar("KindT", bound=str)
 # Finds the recipe an `extends: NAME` means, searching `beside` first; raises UsageError (with a
 # "did you mean" hint) when there is none. The catalog provides the real one.
 RecipeFinder = Callable[[str, Path], Path]
@@ -54,17 +61,14 @@ SOURCE_KEYS = {"git": False, "path": False, "ref": False, "commit": False, "subm
 REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False, "torch": False}
 TORCH_FLAVOURS = ("rocm",)
 OPTION_KEYS = {"default": True, "choices": False, "multi": False, "help": False}
-PATCH_KINDS = ("diff", "replace", "link", "copy")
 COPY_KEYS = {"from": True, "to": True}
 REPLACE_KEYS = {"file": True, "find": True, "with": True, "count": False, "regex": False}
 LINK_KEYS = {"from": True, "into": True}
-STEP_KINDS = ("cmake", "cmake-build", "make", "run", "shell", "wheel")
 STEP_COMMON = ("when", "name", "env", "cwd")
 CMAKE_KEYS = {"source": False, "build": False, "defines": False, "generator": False, "args": False}
 CMAKE_BUILD_KEYS = {"dir": False, "target": False, "jobs": False, "config": False}
 MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
 WHEEL_KEYS = {"dir": False, "args": False, "config-settings": False}
-VERIFY_KINDS = ("command", "wheel-contains", "code-objects", "import")
 CODE_OBJECT_KEYS = {"archs": False, "files": False, "links": False}
 LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
@@ -290,8 +294,9 @@ class _Loader:
             out.append(Conditional(self.tstring(item, ikey, imark), when, self.pos(ikey, imark)))
         return tuple(out)
 
-    def entry_kind(self, item: Any, key: str, mark: Mark, kinds: Iterable[str], extra: Iterable[str]) -> tuple[str, YMap]:
-        kinds, extra = tuple(kinds), tuple(extra)
+    def entry_kind(self, item: Any, key: str, mark: Mark, kinds: tuple[KindT, ...],
+                   extra: tuple[str, ...]) -> tuple[KindT, YMap]:
+        """The one kind key of an entry, as the member of `kinds` it names (so typed as that kind)."""
         accepted = "one of " + ", ".join(kinds) + " (plus " + ", ".join(extra) + ")"
         if not isinstance(item, YMap):
             raise self.error("expected a mapping with one kind key", key, mark, value=_show(item), accepted=accepted)
@@ -305,7 +310,7 @@ class _Loader:
             raise self.error("needs exactly one kind key" if not found else
                              f"has more than one kind key ({', '.join(found)})", key, mark,
                              value=sorted(item), accepted=accepted)
-        return found[0], item
+        return next(k for k in kinds if k == found[0]), item
 
     # -- sections -----------------------------------------------------------
 
@@ -488,7 +493,7 @@ class _Loader:
             ))
         return tuple(out)
 
-    def patches(self, value: Any, mark: Mark | None) -> tuple[Entry, ...]:
+    def patches(self, value: Any, mark: Mark | None) -> tuple[Entry[PatchKind], ...]:
         if value is None:
             return ()
         items = self.seq(value, "patches", mark, "patch entries")
@@ -558,7 +563,7 @@ class _Loader:
                 return d / name
         return None
 
-    def steps(self, value: Any, mark: Mark, output: str) -> tuple[Entry, ...]:
+    def steps(self, value: Any, mark: Mark, output: str) -> tuple[Entry[StepKind], ...]:
         items = self.seq(value, "steps", mark, "step entries")
         out = []
         names: set[str] = set()
@@ -637,7 +642,7 @@ class _Loader:
                 out[name] = self.tstring(raw, k, vm[name])
         return out
 
-    def verify(self, value: Any, mark: Mark | None) -> tuple[Entry, ...]:
+    def verify(self, value: Any, mark: Mark | None) -> tuple[Entry[VerifyKind], ...]:
         if value is None:
             return ()
         items = self.seq(value, "verify", mark, "verify entries")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 SCHEMA_VERSION = 1
 
@@ -69,11 +69,24 @@ class Option:
     help: str = ""
 
 
+# The closed sets of entry kinds. The loader accepts exactly these (KINDS below are read from them),
+# and the planner's `match` on them ends in `assert_never`: a new kind is one new name here, and the
+# type checker then names every place that must handle it.
+PatchKind = Literal["diff", "replace", "link", "copy"]
+StepKind = Literal["cmake", "cmake-build", "make", "run", "shell", "wheel"]
+VerifyKind = Literal["command", "wheel-contains", "code-objects", "import"]
+PATCH_KINDS: tuple[PatchKind, ...] = get_args(PatchKind)
+STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
+VERIFY_KINDS: tuple[VerifyKind, ...] = get_args(VerifyKind)
+
+K = TypeVar("K", PatchKind, StepKind, VerifyKind)
+
+
 @dataclass(frozen=True)
-class Entry:
+class Entry(Generic[K]):
     """One patch, step or verify entry: its kind and its (unrendered) body."""
 
-    kind: str
+    kind: K
     body: Any
     when: str | None
     pos: Position
@@ -94,9 +107,9 @@ class Recipe:
     requires: Requires = field(default_factory=Requires)
     options: tuple[Option, ...] = ()
     env: tuple[tuple[str, Conditional], ...] = ()
-    patches: tuple[Entry, ...] = ()
-    steps: tuple[Entry, ...] = ()
-    verify: tuple[Entry, ...] = ()
+    patches: tuple[Entry[PatchKind], ...] = ()
+    steps: tuple[Entry[StepKind], ...] = ()
+    verify: tuple[Entry[VerifyKind], ...] = ()
     local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
     output: str = "wheel"  # "wheel": verified wheels in the wheelhouse; "tree": the prepared source tree
     bases: tuple[tuple[Path, str], ...] = ()  # the recipes it extends (path, text), nearest first
