@@ -12,11 +12,11 @@ from rocbuild.detect.gpu import gpu_access
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm, require_rocm
 from rocbuild.errors import UsageError
+from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.options import resolve_options
 from rocbuild.paths import WorkDirs, cache_root, short_hash
 from rocbuild.plan import Host, Plan, make_plan
 from rocbuild.source import check_ref
-from rocbuild.wheels import LOCAL_LABEL_RE
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
+from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import patch_dirs_for
 from rocbuild.recipe.model import Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
 from rocbuild.source import SHA_RE, DirSource, GitSource, SourceSpec, check_ref
-from rocbuild.wheels import LOCAL_LABEL_RE
 
 PYTHON_ALIASES = ("python", "python3")
 # A script the target python runs to report which build modules it lacks.

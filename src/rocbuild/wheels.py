@@ -12,7 +12,6 @@ import base64
 import fcntl
 import hashlib
 import json
-import re
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,8 +24,6 @@ from packaging.version import Version
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import CHUNK, write_atomically, write_text_atomically
 
-# A PEP 440 local version label, as rocbuild accepts it (rocm6.1, g1234.rocm6.1).
-LOCAL_LABEL_RE = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 PROVENANCE = "rocbuild-provenance.json"
 MANIFEST = "rocbuild-manifest.json"
 

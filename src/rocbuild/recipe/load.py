@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocbuild import templating
 from rocbuild.errors import RecipeError, UsageError
+from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
 from rocbuild.recipe.model import (
@@ -39,7 +40,6 @@ from rocbuild.recipe.model import (
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
 from rocbuild.source import SHA_RE
-from rocbuild.wheels import LOCAL_LABEL_RE
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
