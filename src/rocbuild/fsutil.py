@@ -7,6 +7,7 @@ rocbuild's own small files (stamps, locks, the recipe source registry).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -44,6 +45,11 @@ def copy_atomically(src: Path, dest: Path) -> Path:
         with open(src, "rb") as f:
             shutil.copyfileobj(f, fh, CHUNK)
     return write_atomically(dest, write)
+
+
+def json_sha256(data: object) -> str:
+    """The sha256 of a value's canonical JSON (sorted keys; what JSON cannot hold, as str)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def file_sha256(path: Path) -> str:

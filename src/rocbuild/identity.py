@@ -12,7 +12,6 @@ A new input is one new field here, and every one of those follows.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -24,6 +23,7 @@ from typing import Any, assert_never
 from rocbuild import __version__
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import TorchInfo
+from rocbuild.fsutil import json_sha256
 from rocbuild.plan import DiffPatch, Plan, patch_record
 from rocbuild.source import DirSource, GitSource
 
@@ -163,18 +163,14 @@ class BuildIdentity:
 
     def key(self) -> str:
         """The build cache key: the hash of every field."""
-        return _digest(self.to_json())
+        return json_sha256(self.to_json())
 
     def tree_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.to_json().items() if k not in NOT_TREE}
 
     def tree_digest(self) -> str:
         """What the prepared tree and build folder were made from; step stamps chain from it."""
-        return _digest(self.tree_json())
-
-def _digest(data: object) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
-
+        return json_sha256(self.tree_json())
 
 def recipe_record(plan: Plan) -> RecipeRecord:
     r = plan.recipe

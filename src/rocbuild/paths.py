@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from rocbuild.fsutil import json_sha256
 
 
 def cache_root() -> Path:
@@ -27,7 +28,7 @@ def mirror_path(url: str, root: Path | None = None) -> Path:
 
 
 def short_hash(data: object, n: int = 10) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:n]
+    return json_sha256(data)[:n]
 
 
 @dataclass(frozen=True)

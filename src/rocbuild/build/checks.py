@@ -49,10 +49,12 @@ class Checker:
                     if not self.plan.host.gpu.usable:
                         self.progress.skipped(label, f"import {check.module} not tried: {self.plan.host.gpu.reason}")
                         continue
-                    installed = installed or self._install(wheels)
+                    if installed is None:
+                        installed = self._install(wheels)
                     self._run_command(check, installed, wheels)
                 case CommandCheck():
-                    installed = installed or self._install(wheels)
+                    if installed is None:
+                        installed = self._install(wheels)
                     self._run_command(check, installed, wheels)
                 case _:
                     assert_never(check)

@@ -33,8 +33,7 @@ from rocbuild.build.publish import finalize, publish
 from rocbuild.build.requirements import check_requirements, probe_torch
 from rocbuild.build.workspace import Workspace
 from rocbuild.buildcache import BuildCache, Entry
-from rocbuild.detect.query import remembered_query
-from rocbuild.detect.rocm import Rocm
+from rocbuild.detect.rocm import Rocm, probe_tool
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
 from rocbuild.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
@@ -70,9 +69,7 @@ def fingerprint(previous: str, identity: object) -> str:
 
 
 def probe_toolchain(rocm: Rocm) -> Toolchain:
-    # hipcc and hipconfig pick the NVIDIA platform when they also see nvcc.
-    env = dict(os.environ, HIP_PLATFORM="amd")
-    return toolchain_of(rocm, lambda argv: remembered_query(argv, env))
+    return toolchain_of(rocm, lambda argv: probe_tool(argv, os.environ))
 
 
 class Engine:

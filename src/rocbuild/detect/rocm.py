@@ -10,6 +10,7 @@ import functools
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,7 +221,7 @@ def _version(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> tuple
             return RocmVersion(f"{parts[0].group(1)}.{parts[1].group(1)}.{patch}"), str(header)
     hipconfig = prefix / "bin" / "hipconfig"
     if hipconfig.exists():
-        out = _probe([str(hipconfig), "--version"], environ)
+        out = probe_tool([str(hipconfig), "--version"], environ)
         m = re.match(r"^\s*(\d+)\.(\d+)", out or "")
         if m:
             # HIP's patch number (e.g. 40091) is not ROCm's: only major.minor agree.
@@ -239,7 +240,7 @@ def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> 
     if hipcc is None:
         return None
     # Distro hipcc drives a versioned clang (Debian 12: /usr/bin/clang++-15): ask it which.
-    out = _probe([str(hipcc), "--version"], environ) or ""
+    out = probe_tool([str(hipcc), "--version"], environ) or ""
     m = re.search(r"clang version (\d+)", out)
     if not m:
         return None
@@ -250,6 +251,7 @@ def _hip_compiler(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> 
     return None
 
 
-def _probe(argv: list[str], environ: dict[str, str]) -> str | None:
+def probe_tool(argv: list[str], environ: Mapping[str, str]) -> str | None:
+    """A HIP tool's answer (`hipconfig --version`, ...), remembered while the tool is unchanged."""
     # hipcc and hipconfig pick the NVIDIA platform when they also see nvcc.
     return remembered_query(argv, dict(environ, HIP_PLATFORM="amd"))

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from rocbuild.errors import UsageError
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
@@ -151,10 +153,10 @@ def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
     if version[:1].isdigit() and built_with is None:
         claims.append((f"its provenance says it was built with ROCm {version}", int(version.split(".")[0])))
     if found.kind == "wheel":
-        version_part = Path(found.path).name.split("-")[1] if Path(found.path).name.count("-") >= 4 else ""
-        m = LABEL_MAJOR.search(version_part.partition("+")[2])
+        label = _local_label(Path(found.path).name)
+        m = LABEL_MAJOR.search(label)
         if m:
-            claims.append((f"its label +{version_part.partition('+')[2]} says", int(m.group(1))))
+            claims.append((f"its label +{label} says", int(m.group(1))))
     for what, claimed in claims:
         if claimed != major:
             found.problems.append(f"links ROCm {major} libraries ({where[0]}), but {what} ROCm {claimed}: "
@@ -267,6 +269,14 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
                 if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed):
                     f.problems.append(f"does not link {lib} (DT_NEEDED: {', '.join(f.info.needed) or 'none'}): "
                                       "not a ROCm build of this extension")
+
+
+def _local_label(wheel_name: str) -> str:
+    """The local version label of a wheel file name (`1.0+rocm7.2-...` -> rocm7.2), "" when none."""
+    try:
+        return parse_wheel_filename(wheel_name)[1].local or ""
+    except InvalidWheelFilename:
+        return ""
 
 
 def _walk(root: Path) -> Iterator[Path]:
