@@ -45,9 +45,10 @@ verify:
 
 
 class FakeRunner:
-    def __init__(self, fail: Mapping[str, int] | None = None):
+    def __init__(self, fail: Mapping[str, int] | None = None, *, wheels: bool = True):
         self.calls: list[str] = []
         self.fail = dict(fail or {})  # a word of the command -> the exit code it gets
+        self.wheels = wheels  # False: `pip wheel` succeeds but writes nothing (a broken build backend)
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
             shell: str | None = None) -> RunResult:
@@ -59,7 +60,7 @@ class FakeRunner:
         for word, code in self.fail.items():
             if word in words:
                 return RunResult(code, f"{word} failed\n")
-        if "wheel" in words and "-w" in words:
+        if self.wheels and "wheel" in words and "-w" in words:
             write_wheel(Path(words[words.index("-w") + 1]))
         return RunResult(0, "")
 
@@ -178,3 +179,11 @@ def test_until_stops_after_the_step_and_collects_nothing(tmp_path, recipe, rocm6
     result = engine(plan, runner).build(until="configure")
     assert result.stopped_after == "configure" and result.wheels == ()
     assert run_names(runner) == ["configure.py"]
+
+
+def test_a_wheel_step_that_writes_no_wheel_fails_naming_it(tmp_path, recipe, rocm61):
+    plan = plan_for(tmp_path, recipe, rocm61)
+    with pytest.raises(StepFailed, match="wheel step 'wheel' finished but left no wheel in .*/dist/wheel") as failed:
+        engine(plan, FakeRunner(wheels=False)).build()
+    assert failed.value.exit_code == 1
+    assert not (tmp_path / "wheelhouse").exists()
