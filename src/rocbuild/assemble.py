@@ -16,7 +16,7 @@ from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.options import resolve_options
 from rocbuild.paths import WorkDirs, cache_root, short_hash
 from rocbuild.plan import Host, Plan, make_plan
-from rocbuild.source import check_ref
+from rocbuild.source import DirSource, check_ref
 
 
 @dataclass(frozen=True)
@@ -63,15 +63,39 @@ def assemble(request: BuildRequest) -> Plan:
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {request.source_dir}: no such folder")
     if request.work:
-        work = WorkDirs(Path(request.work).absolute())
+        work = WorkDirs(Path(request.work).resolve())
     else:
         # Separate folders for what is likely to alternate (two ROCm releases side by side); the
         # build identity decides, inside a folder, what can be reused.
         key = short_hash([str(found.path.resolve()), archs, str(rocm.path), str(rocm.version), python.executable,
                           request.ref, str(source_dir.resolve()) if source_dir else None, options])
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
-    return make_plan(recipe, host, options, work, Path(request.out).absolute(), ref=request.ref,
+    plan = make_plan(recipe, host, options, work, Path(request.out).resolve(), ref=request.ref,
                      source_dir=source_dir, local_version=local_version(request.local_version))
+    check_separate(plan, "--source-dir" if source_dir is not None else "the recipe's source.path")
+    return plan
+
+
+def check_separate(plan: Plan, source_flag: str) -> None:
+    """The work folder (emptied and rewritten), the source folder (only read) and the wheelhouse
+    (written) must not contain one another: otherwise a build deletes or copies into user data."""
+    folders = [("--work", plan.work.root.resolve()), ("--out", plan.out.resolve())]
+    if isinstance(plan.source, DirSource):
+        folders.append((source_flag, Path(plan.source.directory).resolve()))
+    for i, (name_a, a) in enumerate(folders):
+        for name_b, b in folders[i + 1:]:
+            if a == b:
+                how = "are the same folder"
+            elif b in a.parents:
+                how = f"overlap: {a} is inside {b}"
+            elif a in b.parents:
+                how = f"overlap: {b} is inside {a}"
+            else:
+                continue
+            raise UsageError(
+                f"{name_a} {a} and {name_b} {b} {how}",
+                hint="rocbuild empties and rewrites its work folder, copies the source folder (never changing it) "
+                     "and writes wheels into --out: give each its own folder, none inside another")
 
 
 def local_version(label: str | None) -> str | None:

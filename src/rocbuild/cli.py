@@ -2,18 +2,22 @@
 | index | ci.
 
 Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
-ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted.
+ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted (Ctrl-C), 143
+SIGTERM, 129 SIGHUP: a running step's whole process group is stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
+from rocbuild.proc import Interrupted, raise_interrupted
 
 COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci")
 
@@ -133,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
         args_list.insert(0, "build")
+    handlers = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         args = build_parser().parse_args(args_list)
         if args.command is None:
@@ -142,10 +147,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return HANDLERS[args.command](args)
     except RocbuildError as exc:
-        print(exc.render(), file=sys.stderr)
+        _say(exc.render())
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("\ninterrupted: run the same command again to resume (finished steps are kept)", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or Interrupted by SIGTERM/SIGHUP; a running step's group is stopped
+        code = exc.exit_code if isinstance(exc, Interrupted) else 128 + signal.SIGINT
+        _say(f"\ninterrupted ({exc if isinstance(exc, Interrupted) else 'SIGINT'}): run the same command again "
+             "to resume (finished steps are kept)")
+        return code
+    except BrokenPipeError:  # the reader of our output went away (`| head`): nothing more to say
+        _quiet_stdout()
         return 0
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+
+
+def _say(text: str) -> None:
+    try:
+        print(text, file=sys.stderr)
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit does not raise a second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -14,6 +14,7 @@ from typing import Any
 from rocbuild import catalog, show
 from rocbuild.assemble import BuildRequest, assemble
 from rocbuild.build.engine import Engine
+from rocbuild.build.workspace import claim
 from rocbuild.buildcache import BuildCache
 from rocbuild.detect.arch import detect_archs
 from rocbuild.detect.python import default_jobs, find_python
@@ -91,6 +92,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 def cmd_lock(args: argparse.Namespace) -> int:
     plan = make_build_plan(args, need_archs=False)  # the lock does not depend on the targets
     engine = Engine(plan, Runner(verbose=args.verbose), Progress(), environ=os.environ)
+    claim(plan.work.root)
     plan.work.logs.mkdir(parents=True, exist_ok=True)
     resolved = engine.resolve_source(plan.work.logs / "00-lock.log")
     lock = make_lock(plan, resolved.identity)

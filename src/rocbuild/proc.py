@@ -1,9 +1,14 @@
 """The seam through which rocbuild starts external processes.
 
-- `Runner`: build steps, patch tools and checks, through invoke's Context.run,
-  logged. Commands arrive as argv lists and are joined with shlex, so no value
-  can change a command's shape; a recipe's explicit `shell:` string is the
-  only text run as written (its template values were quoted when rendered).
+- `Runner`: build steps, patch tools and checks, through invoke, logged. An
+  argv step is executed as that argv (no shell in between, so nothing but the
+  command `plan` shows runs); a recipe's explicit `shell:` string runs as
+  `bash -c STRING` (its template values were quoted when rendered), with the
+  variables that make bash read hidden files or functions removed.
+  Each command runs in its own process group: an interrupt (Ctrl-C, SIGTERM,
+  SIGHUP) stops the whole group, not just its leader, and the work folder's
+  lock is inherited by every step process, so a step that outlives a killed
+  rocbuild still keeps other builds out of its folder.
 - `query`: short read-only probes (rocminfo, hipconfig --version, a target
   python's version) whose output is parsed, never shown as a step.
 The engine takes any `StepRunner`, so its tests can record argv instead of running.
@@ -12,14 +17,20 @@ The engine takes any `StepRunner`, so its tests can record argv instead of runni
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
+
+SHELL = "/bin/bash"
+# Variables that make bash (or sh) run code nobody sees: a startup file, exported functions, traces.
+SHELL_HIDDEN_CODE = re.compile(r"^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*)$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,38 @@ class StepRunner(Protocol):
         """Run one command with env = os.environ + env; append its output to `log`."""
         ...
 
+    def keep_open(self, fd: int) -> None:
+        """Let every command started from now on inherit `fd` (the work folder's lock)."""
+        ...
+
+
+class Interrupted(KeyboardInterrupt):
+    """rocbuild was asked to stop (Ctrl-C, SIGTERM, SIGHUP); `signum` decides the exit code (128 + signum)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def raise_interrupted(signum: int, frame: object) -> None:
+    """A signal handler: SIGTERM and SIGHUP stop a build the way Ctrl-C does."""
+    raise Interrupted(signum)
+
+
+def command_text(argv: Sequence[str] | None, shell: str | None) -> str:
+    """How a command is shown (plan, logs): the argv, or the `bash -c` a shell step is."""
+    if shell is not None:
+        return shlex.join([SHELL, "-c", shell])
+    return shlex.join(argv or ())
+
+
+def step_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not SHELL_HIDDEN_CODE.match(k)}
+
 
 class _Tee:
     """invoke writes output here: the log file always, the terminal too with -v."""
@@ -43,49 +86,63 @@ class _Tee:
 
     def write(self, data: str) -> int:
         for s in self.streams:
-            s.write(data)
+            try:
+                s.write(data)
+            except (BrokenPipeError, ValueError):  # a closed terminal must not stop the build
+                pass
         return len(data)
 
     def flush(self) -> None:
         for s in self.streams:
-            s.flush()
-
-
-def command_text(argv: Sequence[str] | None, shell: str | None, cwd: str) -> str:
-    body = shell if shell is not None else shlex.join(argv or ())
-    return f"cd {shlex.quote(cwd)} && {body}"
+            try:
+                s.flush()
+            except (BrokenPipeError, ValueError):
+                pass
 
 
 class Runner:
     def __init__(self, *, verbose: bool = False, terminal: TextIO | None = None):
         self.verbose = verbose
         self.terminal = terminal or sys.stderr
+        self.keep_fds: list[int] = []
+
+    def keep_open(self, fd: int) -> None:
+        self.keep_fds.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
             log: Path, shell: str | None = None) -> RunResult:
         """Run one command with env = os.environ + env; append its output to `log`."""
         from invoke.context import Context  # ~30 ms to import; probes and cached builds never need it
 
+        from rocbuild.procgroup import GroupRunner
+
         full_env = dict(os.environ)
         full_env.update(env or {})
+        full_env = step_env(full_env)
+        command = [SHELL, "-c", shell] if shell is not None else list(argv or ())
         log.parent.mkdir(parents=True, exist_ok=True)
-        shown = shell if shell is not None else shlex.join(argv or ())
         with open(log, "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(f"$ {shown}\n  (in {cwd})\n")
+            fh.write(f"$ {command_text(argv, shell)}\n  (in {cwd})\n")
             fh.flush()
             stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh)
-            result = Context().run(
-                command_text(argv, shell, str(cwd)),
-                env=full_env,
-                replace_env=True,
-                out_stream=stream,
-                err_stream=stream,
-                in_stream=False,
-                pty=False,
-                warn=True,
-                hide=False,
-                shell="/bin/bash",
-            )
+            runner = GroupRunner(Context(), command, str(cwd), self.keep_fds)
+            try:
+                result = runner.run(
+                    shlex.join(command), env=full_env, replace_env=True, out_stream=stream, err_stream=stream,
+                    in_stream=False, pty=False, warn=True, hide=False, shell=SHELL,
+                )
+            except FileNotFoundError as exc:
+                fh.write(f"cannot run {command[0]}: not found\n[exit 127]\n")
+                return RunResult(127, f"{command[0]}: command not found ({exc.strerror})\n")
+            except PermissionError as exc:
+                fh.write(f"cannot run {command[0]}: {exc.strerror}\n[exit 126]\n")
+                return RunResult(126, f"{command[0]}: {exc.strerror}\n")
+            finally:
+                if runner.interrupt is not None:
+                    runner.finish_interrupt()
+            if runner.interrupt is not None:
+                fh.write(f"[interrupted: {runner.interrupt}]\n")
+                raise runner.interrupt
             fh.write(f"[exit {result.exited}]\n")
         return RunResult(int(result.exited), str(result.stdout) + str(result.stderr))
 

@@ -13,8 +13,12 @@ class Progress:
         self.quiet = quiet
 
     def say(self, text: str) -> None:
-        if not self.quiet:
+        if self.quiet:
+            return
+        try:
             print(text, file=self.stream, flush=True)
+        except (BrokenPipeError, ValueError):  # nobody reads the terminal any more; the build goes on
+            self.quiet = True
 
     def start(self, label: str, detail: str = "") -> float:
         self.say(f"==> {label}" + (f"  {detail}" if detail else ""))

@@ -177,7 +177,7 @@ def test_prepare_prints_tree_last_and_clean_starts_over(cli, tmp_path, repo, roc
     assert tree == tmp_path / "w" / "src" and "patched" in (tree / "tiny.c").read_text()
     (tree / "stray").write_text("x")
     code, out, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w", "--clean")
-    assert code == 0 and "--clean: removing" in err
+    assert code == 0 and "--clean: emptying" in err
     assert not (tree / "stray").exists()
 
 

@@ -49,6 +49,10 @@ class FakeRunner:
         self.calls: list[str] = []
         self.fail = dict(fail or {})  # a word of the command -> the exit code it gets
         self.wheels = wheels  # False: `pip wheel` succeeds but writes nothing (a broken build backend)
+        self.kept_open: list[int] = []
+
+    def keep_open(self, fd: int) -> None:
+        self.kept_open.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
             shell: str | None = None) -> RunResult:

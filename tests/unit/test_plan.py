@@ -143,7 +143,8 @@ def test_hello_hip_plan(cli, rocm61, tmp_path):
     ('local-version: "rocm6"', ["--local-version", "none"], None),
 ])
 def test_local_version(cli, rocm61, tmp_path, recipe_line, cli_args, expected):
-    recipe = tmp_path / "demo.yaml"
+    (tmp_path / "recipes").mkdir()
+    recipe = tmp_path / "recipes" / "demo.yaml"
     recipe.write_text("schema: 1\nname: demo\nversion: '1.0'\nsource: {path: .}\nsteps:\n  - wheel: {}\n"
                       f"{recipe_line}\nverify:\n  - code-objects: false\n")
     plan = plan_json(cli, str(recipe), "--arch", "gfx90a", "--rocm", rocm61, *cli_args)

@@ -105,7 +105,10 @@ class Engine:
         """`check_host=False` (prepare) skips the build requirements: fetching and patching need none."""
         plan = self.plan
         self.check_until(until)
-        with self.workspace.locked(clean, self.progress.say):
+        if until != "prepare":
+            check_out_folder(plan.out)
+        with self.workspace.locked(clean, self.progress.say) as lock_fd:
+            self.runner.keep_open(lock_fd)  # a step that outlives a killed rocbuild still holds the folder
             req_log = self.workspace.log_path(0, "requirements")
             torch_env = probe_torch(plan, self.runner, req_log)
             # A cache hit needs none of the build requirements, so they are checked after the lookup;
@@ -196,8 +199,11 @@ class Engine:
                 how = "downloaded" if resolved.downloaded else "from the mirror cache"
                 self.progress.say(f"    source: {resolved.identity[:12]} ({how})")
             case DirSource():
-                copy_tree(Path(plan.source.directory), plan.work.src)
+                skipped = copy_tree(Path(plan.source.directory), plan.work.src)
                 self.progress.say(f"    source: copy of {plan.source.directory}")
+                if skipped:
+                    self.progress.say(f"    skipped {len(skipped)} FIFO(s), socket(s) or device(s): "
+                                      + ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
             case _:
                 assert_never(plan.source)
         for action in plan.patches:
@@ -308,6 +314,19 @@ class Engine:
             self.progress.say(f"    build cache: not stored ({exc})")
         else:
             self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+
+
+def check_out_folder(out: Path) -> None:
+    """The wheelhouse must be (or be creatable as) a folder this user can write: found out before
+    the build, not after it. Nothing is created here: a failed build leaves no empty wheelhouse."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--out {out}: {existing} is not a folder",
+                         hint="give a folder for the wheels (it is created if missing)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: this user cannot write in {existing}", hint="give a folder you can write")
 
 
 def _outputs_present(step: Step) -> bool:

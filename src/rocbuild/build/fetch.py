@@ -11,6 +11,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,9 +95,37 @@ def checkout_git(spec: GitSource, sha: str, dest: Path, log: Log) -> None:
         raise StepFailed(f"cannot check out {sha} of {spec.url}: {_git_message(exc)}") from None
 
 
-def copy_tree(source: Path, dest: Path) -> None:
-    """Copy a user's tree (the engine checked it exists); the original is never modified."""
-    shutil.copytree(source, dest, symlinks=True)
+def copy_tree(source: Path, dest: Path) -> list[str]:
+    """Copy a user's tree (the engine checked it exists); the original is never modified. FIFOs,
+    sockets and devices are left out (reading a FIFO would block forever): returns their paths."""
+    skipped: list[str] = []
+
+    def special(folder: str, names: list[str]) -> set[str]:
+        out = set()
+        for name in names:
+            path = os.path.join(folder, name)
+            if _special(path):
+                out.add(name)
+                skipped.append(os.path.relpath(path, source))
+        return out
+
+    try:
+        shutil.copytree(source, dest, symlinks=True, ignore=special)
+    except shutil.Error as exc:
+        failed = "; ".join(f"{a}: {why}" for a, _, why in exc.args[0][:3])
+        raise StepFailed(f"cannot copy the source folder {source}: {failed}") from None
+    except OSError as exc:
+        raise StepFailed(f"cannot copy the source folder {source}: {exc.filename}: {exc.strerror}") from None
+    return skipped
+
+
+def _special(path: str) -> bool:
+    """Neither a regular file, a folder nor a symbolic link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def tree_fingerprint(root: Path) -> str:
@@ -111,6 +140,8 @@ def tree_fingerprint(root: Path) -> str:
             try:
                 if p.is_symlink():
                     h.update(f"L\0{rel}\0{os.readlink(p)}\n".encode())
+                    continue
+                if _special(str(p)):  # not copied either
                     continue
                 mode = "x" if os.access(p, os.X_OK) else "f"
                 digest = file_sha256(p)

@@ -1,0 +1,62 @@
+"""invoke's local runner, starting an argv as the leader of its own process group (see proc.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from invoke.runners import Local
+
+from rocbuild.proc import Interrupted
+
+# Seconds a process group gets between SIGTERM and SIGKILL after an interrupt.
+GRACE_SECONDS = 10.0
+
+
+class GroupRunner(Local):
+    """invoke's local runner, starting an argv (not a shell string) as the leader of a new process group."""
+
+    def __init__(self, context: Any, argv: Sequence[str], cwd: str, keep_fds: Sequence[int]):
+        super().__init__(context)
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.keep_fds = tuple(keep_fds)
+        self.interrupt: Interrupted | None = None
+        self._killer: threading.Timer | None = None
+
+    def start(self, command: str, shell: str, env: dict[str, Any]) -> None:
+        self.process = subprocess.Popen(
+            self.argv, cwd=self.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=self.keep_fds,
+        )
+
+    def close_proc_stdin(self) -> None:  # stdin is /dev/null
+        pass
+
+    def send_interrupt(self, interrupt: KeyboardInterrupt) -> None:
+        """First interrupt: SIGTERM to the whole group, SIGKILL after a grace period; a second one: SIGKILL."""
+        first = self.interrupt is None
+        self.interrupt = interrupt if isinstance(interrupt, Interrupted) else Interrupted(signal.SIGINT)
+        if first:
+            self._signal_group(signal.SIGTERM)
+            self._killer = threading.Timer(GRACE_SECONDS, self._signal_group, (signal.SIGKILL,))
+            self._killer.daemon = True
+            self._killer.start()
+        else:
+            self._signal_group(signal.SIGKILL)
+
+    def finish_interrupt(self) -> None:
+        """After the leader ended: nothing of the group may outlive an interrupted step."""
+        if self._killer is not None:
+            self._killer.cancel()
+        self._signal_group(signal.SIGKILL)
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

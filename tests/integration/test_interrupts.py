@@ -1,0 +1,119 @@
+"""Interrupts stop a step's whole process group (D9); a killed rocbuild's step keeps others out (D10).
+
+rocbuild runs as a real process here, its step as a real python that starts a grandchild, as
+make and ninja do.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STEP = """\
+import os, subprocess, sys, time
+pids = os.environ["PIDS_DIR"]
+if os.path.exists(os.path.join(pids, "go")):
+    open("built.txt", "w").write("ok")
+    sys.exit(0)
+grandchild = subprocess.Popen(["sleep", "300"])
+open(os.path.join(pids, "child.tmp"), "w").write(f"{os.getpid()} {grandchild.pid}")
+os.replace(os.path.join(pids, "child.tmp"), os.path.join(pids, "child"))
+time.sleep(300)
+"""
+
+RECIPE = """\
+schema: 1
+name: sleeper
+version: "1.0"
+source:
+  path: {src}
+steps:
+  - name: first
+    run: [python, -c, "open('first.txt', 'w').write('1')"]
+  - name: long
+    run: [python, step.py]
+"""
+
+
+@pytest.fixture
+def setup(tmp_path, rocm61):
+    src = tmp_path / "project"
+    src.mkdir()
+    (src / "step.py").write_text(STEP)
+    (tmp_path / "recipes").mkdir()
+    recipe = tmp_path / "recipes" / "sleeper.yaml"
+    recipe.write_text(RECIPE.format(src=src))
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = dict(os.environ, PIDS_DIR=str(pids), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--arch", "gfx90a", "--rocm", str(rocm61),
+            "--work", str(tmp_path / "w"), "--out", str(tmp_path / "wheelhouse")]
+    return argv, env, pids
+
+
+def start(argv, env, pids) -> tuple[subprocess.Popen[str], int, int]:
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (pids / "child").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.05)
+    child, grandchild = (int(x) for x in (pids / "child").read_text().split())
+    return proc, child, grandchild
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie waits only for its parent to read its status
+
+
+def wait_dead(*pids: int, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_an_interrupt_stops_the_whole_step_and_the_build_resumes(setup, sig, code):
+    argv, env, pids = setup
+    proc, child, grandchild = start(argv, env, pids)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "interrupted" in err and "run the same command again to resume" in err and "Traceback" not in err
+    assert wait_dead(child, grandchild), "a process of the interrupted step is still running"
+    (pids / "go").write_text("")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] first  (skipped: done in an earlier run" in done.stderr  # resumed, not started over
+
+
+def test_a_step_left_running_by_a_killed_rocbuild_keeps_the_folder_locked(setup, cli, tmp_path):
+    argv, env, pids = setup
+    proc, child, grandchild = start(argv, env, pids)
+    proc.kill()  # SIGKILL: rocbuild cannot stop anything
+    proc.communicate(timeout=30)
+    try:
+        assert alive(child)
+        again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 2, again.stderr
+        assert "another rocbuild is building in" in again.stderr and "killed" in again.stderr
+    finally:
+        os.killpg(child, signal.SIGKILL)  # the step leads its own process group
+    assert wait_dead(child, grandchild)
+    (pids / "go").write_text("")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
