@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -69,15 +70,14 @@ class BuildCache:
         return self.root / key
 
     def lookup(self, key: str) -> Entry | None:
-        """The entry for `key` when it is whole: every wheel present with the checksum it was stored with."""
+        """The entry for `key` when it is whole: every wheel present with the checksum it was stored with.
+        Anything else (a missing, truncated or hand-edited entry) is no entry: the build runs."""
         folder = self.folder(key)
-        try:
-            data = json.loads((folder / "entry.json").read_text())
-        except (OSError, ValueError):
+        entry = read_entry(key, folder)
+        if entry is None:
             return None
-        entry = Entry(key, folder, data)
         for wheel in entry.wheels:
-            if not wheel.path.is_file() or file_sha256(wheel.path) != wheel.sha256:
+            if not wheel.path.is_file() or wheel.path.is_symlink() or file_sha256(wheel.path) != wheel.sha256:
                 return None
         os.utime(folder / "entry.json")  # last used, for `cache prune --older-than`
         return entry
@@ -117,11 +117,17 @@ class BuildCache:
         for folder in sorted(self.root.iterdir()):
             if folder.name.startswith(".") or not folder.is_dir():
                 continue
-            try:
-                out.append(Entry(folder.name, folder, json.loads((folder / "entry.json").read_text())))
-            except (OSError, ValueError, KeyError):
-                continue
+            entry = read_entry(folder.name, folder)
+            if entry is not None:
+                out.append(entry)
         return out
+
+    def broken(self) -> list[Path]:
+        """Entry folders that are not whole entries (an interrupted or damaged store)."""
+        if not self.root.is_dir():
+            return []
+        return [f for f in sorted(self.root.iterdir()) if not f.name.startswith(".") and f.is_dir()
+                and read_entry(f.name, f) is None]
 
     def prune(self, older_than_days: float | None) -> list[tuple[Entry, int]]:
         """Remove entries not used for that many days (all of them without a limit); (entry, bytes freed)."""
@@ -133,8 +139,36 @@ class BuildCache:
                 size = entry.size()
                 shutil.rmtree(entry.folder, ignore_errors=True)
                 removed.append((entry, size))
+        for folder in self.broken():  # never used again: lookup ignores them, store replaces them
+            shutil.rmtree(folder, ignore_errors=True)
         if self.root.is_dir():  # leftovers of an interrupted store; a store in progress is younger
             for stray in self.root.glob(".tmp-*"):
                 if stray.stat().st_mtime < now - 3600:
                     shutil.rmtree(stray, ignore_errors=True)
         return removed
+
+
+WHEEL_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+!-]*\.whl$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+ABOUT_KEYS = ("recipe", "version", "archs", "rocm", "python", "created")
+
+
+def read_entry(key: str, folder: Path) -> Entry | None:
+    """The entry in `folder` when entry.json has the shape `store` writes, else None. Wheel names are
+    plain file names, so no member of an entry can point outside its folder."""
+    try:
+        data = json.loads((folder / "entry.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("wheels"), list) or not data["wheels"]:
+        return None
+    if any(k not in data for k in ABOUT_KEYS) or not isinstance(data["created"], str):
+        return None
+    if not isinstance(data["archs"], list) or not all(isinstance(a, str) for a in data["archs"]):
+        return None
+    for w in data["wheels"]:
+        if not (isinstance(w, dict) and isinstance(w.get("name"), str) and WHEEL_NAME_RE.match(w["name"])
+                and isinstance(w.get("sha256"), str) and SHA256_RE.match(w["sha256"])
+                and isinstance(w.get("provenance"), dict)):
+            return None
+    return Entry(key, folder, data)

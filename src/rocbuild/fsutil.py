@@ -16,22 +16,33 @@ from pathlib import Path
 from typing import BinaryIO
 
 CHUNK = 1 << 20
+PART_SUFFIX = ".part"
 
 
-def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Write dest through a temporary file beside it and a rename: a reader never sees a
-    partial file, and a failure leaves nothing. The file gets 0666 less the umask (not
-    mkstemp's 0600): wheels and manifests are for everyone to read."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+def stage(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write what will become `dest` into a temporary `.NAME.XXXX.part` beside it and return that
+    path; the caller renames it into place (os.replace). A failure leaves nothing. The file gets
+    0666 less the umask (not mkstemp's 0600): wheels and manifests are for everyone to read."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=PART_SUFFIX, dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def write_atomically(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write dest through a temporary file beside it and a rename: a reader never sees a partial file."""
+    tmp = stage(dest, write)
+    try:
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise
     return dest
 
@@ -40,11 +51,15 @@ def write_text_atomically(dest: Path, text: str) -> Path:
     return write_atomically(dest, lambda fh: fh.write(text.encode()))
 
 
-def copy_atomically(src: Path, dest: Path) -> Path:
+def copier(src: Path) -> Callable[[BinaryIO], None]:
     def write(fh: BinaryIO) -> None:
         with open(src, "rb") as f:
             shutil.copyfileobj(f, fh, CHUNK)
-    return write_atomically(dest, write)
+    return write
+
+
+def copy_atomically(src: Path, dest: Path) -> Path:
+    return write_atomically(dest, copier(src))
 
 
 def json_sha256(data: object) -> str:

@@ -52,8 +52,29 @@ def read_lock(recipe_path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("lock") != LOCK_SCHEMA:
         raise UsageError(f"--locked: {path} is not a rocbuild lock file (schema {LOCK_SCHEMA})",
                          hint=f"write it again with `rocbuild lock {recipe_path}`")
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise UsageError(f"--locked: {path}: {problem}",
+                         hint=f"a lock file is written by rocbuild: write it again with `rocbuild lock {recipe_path}`")
     data["_path"] = str(path)
     return data
+
+
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a lock file's shape (a hand edit, a merge gone wrong), or None."""
+    recipe, patches, source = data.get("recipe"), data.get("patches"), data.get("source")
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("sha256"), str):
+        return "key 'recipe' must be a mapping with a 'sha256' string"
+    if not isinstance(patches, list):
+        return "key 'patches' must be a list"
+    for i, patch in enumerate(patches):
+        if not (isinstance(patch, dict) and isinstance(patch.get("name"), str) and isinstance(patch.get("sha256"), str)):
+            return f"patches[{i}] must be a mapping with 'name' and 'sha256' strings"
+    if not isinstance(data.get("options"), dict):
+        return "key 'options' must be a mapping"
+    if not isinstance(source, dict) or source.get("kind") not in ("git", "dir"):
+        return "key 'source' must be a mapping whose 'kind' is git or dir"
+    return None
 
 
 def check_locked_recipe(lock: dict[str, Any], plan: Plan) -> None:

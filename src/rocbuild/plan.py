@@ -167,6 +167,19 @@ class Step:
     def command_line(self) -> str:
         return self.shell if self.shell is not None else shlex.join(self.argv or ())
 
+    def outputs_present(self) -> bool:
+        """Whether what this step is known to leave behind is still there (a finished step whose
+        output was deleted must run again): a wheel step's wheel, a configure step's CMake cache,
+        a build step's build folder. Other steps' outputs are not known."""
+        argv = self.argv or ()
+        if self.wheel_dir is not None:
+            return any(Path(self.wheel_dir).glob("*.whl"))
+        if self.kind == "cmake" and "-B" in argv[:-1]:
+            return (Path(argv[argv.index("-B") + 1]) / "CMakeCache.txt").is_file()
+        if self.kind == "cmake-build" and len(argv) > 2:
+            return Path(argv[2]).is_dir()
+        return True
+
     def identity(self) -> dict[str, Any]:
         """What decides whether a finished step must run again (chained after the prepared tree)."""
         return {"name": self.name, "kind": self.kind, "argv": self.argv, "shell": self.shell,

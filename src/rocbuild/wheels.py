@@ -9,12 +9,9 @@ memory; the rewritten wheel is written atomically (fsutil).
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import json
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -22,10 +19,9 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from rocbuild.errors import StepFailed
-from rocbuild.fsutil import CHUNK, write_atomically, write_text_atomically
+from rocbuild.fsutil import CHUNK, write_atomically
 
 PROVENANCE = "rocbuild-provenance.json"
-MANIFEST = "rocbuild-manifest.json"
 
 
 def relabel(version: str, label: str) -> str:
@@ -141,26 +137,3 @@ def _copy(zin: zipfile.ZipFile, info: zipfile.ZipInfo, zout: zipfile.ZipFile, na
             size += len(chunk)
             dst.write(chunk)
     return name, record_hash(h.digest()), size
-
-
-@contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    with open(folder / f".{MANIFEST}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
-def update_manifest(wheelhouse: Path, entries: dict[str, dict[str, Any]]) -> Path:
-    """Merge entries (by wheel file name) into the wheelhouse manifest, atomically."""
-    path = wheelhouse / MANIFEST
-    with _locked(wheelhouse):
-        try:
-            data = json.loads(path.read_text())
-            if not isinstance(data.get("wheels"), dict):
-                raise ValueError
-        except (OSError, ValueError, AttributeError):
-            data = {"schema": 1, "wheels": {}}
-        data["wheels"].update(entries)
-        data["wheels"] = {k: data["wheels"][k] for k in sorted(data["wheels"]) if (wheelhouse / k).exists()}
-        write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-    return path

@@ -12,7 +12,8 @@ import zipfile
 import pytest
 
 from rocbuild.detect.rocm import find_rocm
-from rocbuild.wheels import MANIFEST, PROVENANCE
+from rocbuild.build.publish import MANIFEST
+from rocbuild.wheels import PROVENANCE
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.hipcc, pytest.mark.slow]

@@ -7,6 +7,8 @@ import csv
 import hashlib
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.wheels import MANIFEST, PROVENANCE, relabel, rewrite_wheel, update_manifest
+from rocbuild.build.publish import MANIFEST, publish
+from rocbuild.wheels import PROVENANCE, relabel, rewrite_wheel
 
 
 def make_wheel(folder: Path, version: str = "1.2.0") -> Path:
@@ -95,15 +98,64 @@ def test_rewrite_failure_leaves_nothing(tmp_path):
 
 
 def test_manifest_merges_and_forgets_removed_wheels(tmp_path):
-    house = tmp_path / "wheelhouse"
-    house.mkdir()
-    (house / "a-1.0-py3-none-any.whl").write_bytes(b"a")
-    (house / "b-1.0-py3-none-any.whl").write_bytes(b"b")
-    update_manifest(house, {"a-1.0-py3-none-any.whl": {"sha256": "1"}})
-    update_manifest(house, {"b-1.0-py3-none-any.whl": {"sha256": "2"}})
+    house, built = tmp_path / "wheelhouse", tmp_path / "built"
+    built.mkdir()
+    for name in ("a", "b"):
+        (built / f"{name}-1.0-py3-none-any.whl").write_bytes(name.encode())
+    publish(house, {built / "a-1.0-py3-none-any.whl": {"n": 1}}, None, None, False)
+    publish(house, {built / "b-1.0-py3-none-any.whl": {"n": 2}}, None, None, False)
     data = json.loads((house / MANIFEST).read_text())
     assert set(data["wheels"]) == {"a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl"}
     (house / "a-1.0-py3-none-any.whl").unlink()
-    update_manifest(house, {"b-1.0-py3-none-any.whl": {"sha256": "3"}})
+    publish(house, {built / "b-1.0-py3-none-any.whl": {"n": 3}}, None, None, False)
     data = json.loads((house / MANIFEST).read_text())
-    assert data["wheels"] == {"b-1.0-py3-none-any.whl": {"sha256": "3"}}
+    assert list(data["wheels"]) == ["b-1.0-py3-none-any.whl"]
+    assert data["wheels"]["b-1.0-py3-none-any.whl"]["provenance"] == {"n": 3}
+
+
+def test_a_part_file_left_by_a_killed_writer_is_swept_by_the_next_publish(tmp_path):
+    """D24: SIGKILL during a copy leaves `.NAME.XXXX.part`; nobody else would ever remove it."""
+    house, built = tmp_path / "wheelhouse", tmp_path / "built"
+    house.mkdir()
+    built.mkdir()
+    stale = house / ".a-1.0-py3-none-any.whl.k2j4_x.part"
+    stale.write_bytes(b"half a wheel")
+    (built / "a-1.0-py3-none-any.whl").write_bytes(b"a")
+    publish(house, {built / "a-1.0-py3-none-any.whl": {}}, None, None, False)
+    assert sorted(p.name for p in house.iterdir()) == [".rocbuild-manifest.json.lock", "a-1.0-py3-none-any.whl",
+                                                         "rocbuild-manifest.json"]
+
+def test_a_full_wheelhouse_places_nothing_and_the_build_is_not_repeated(cli, tmp_path, rocm61):
+    """D23: a wheelhouse on a full file system (a real 64 KiB tmpfs, in a private mount namespace)."""
+    src = tmp_path / "project"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "projects" / "recorder", src)
+    (tmp_path / "recipes").mkdir()
+    recipe = tmp_path / "recipes" / "big.yaml"
+    recipe.write_text(f"""\
+schema: 1
+name: recorder
+version: "1.0"
+source: {{path: {src}}}
+steps:
+  - name: blob
+    run: [python, -c, "import os; open('recorder/blob.txt', 'wb').write(os.urandom(300000))"]
+  - wheel: {{}}
+verify:
+  - code-objects: false
+""")
+    out, listing = tmp_path / "wheelhouse", tmp_path / "listing"
+    out.mkdir()
+    argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--arch", "gfx90a", "--rocm", str(rocm61),
+            "--work", str(tmp_path / "w"), "--out", str(out)]
+    script = 'mount -t tmpfs -o size=64k tmpfs "$OUT" || exit 99; "$@"; rc=$?; ls -A "$OUT" > "$LISTING"; exit $rc'
+    env = dict(os.environ, OUT=str(out), LISTING=str(listing), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    ns = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-Urm"]
+    full = subprocess.run([*ns, "sh", "-c", script, "sh", *argv], env=env, capture_output=True, text=True)
+    assert full.returncode == 1, full.stderr
+    assert "cannot write the wheels into --out" in full.stderr and "No space left on device" in full.stderr
+    assert "Traceback" not in full.stderr
+    assert listing.read_text().split() == [".rocbuild-manifest.json.lock"]  # no wheel, no .part, no manifest
+    again = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "(skipped: done in an earlier run" in again.stderr and len(list(out.glob("*.whl"))) == 1

@@ -6,8 +6,9 @@
     -> verify -> publish (+ store in the build cache) -> BuildResult
 
 A finished step leaves a stamp holding the fingerprint of its rendered
-definition chained with everything before it; the next run skips it while
-the fingerprint matches, so a failed or interrupted build resumes where it
+definition chained with everything before it (and with each earlier run that
+really happened); the next run skips it while the fingerprint matches and
+its known outputs are there, so a failed or interrupted build resumes where it
 stopped, and a changed input re-runs from the first step it affects. What the
 tree was prepared from (source, patches, toolchain, target python,
 environment, archs, options) is the root of that chain: when it changes, the
@@ -185,9 +186,10 @@ class Engine:
         tree = identity.tree_json()
         fp = identity.tree_digest()
         stamp = self.workspace.stamp(PREPARE_STAMP)
-        if stamp is not None and stamp.get("fingerprint") == fp and plan.work.src.is_dir():
+        if stamp is not None and stamp.get("fingerprint") == fp and isinstance(stamp.get("chain"), str) \
+                and plan.work.src.is_dir():
             self.progress.done("prepare", started, "up to date")
-            return fp
+            return str(stamp["chain"])
         if stamp is not None:
             self.progress.say("    " + _why_fresh(stamp.get("identity"), tree))
         # A fresh tree every time: patches then always start from upstream, and no build folder,
@@ -208,9 +210,10 @@ class Engine:
                 assert_never(plan.source)
         for action in plan.patches:
             self.progress.say(f"    patch: {apply_patch(action, plan.work.src, self.runner, log)}")
-        self.workspace.write_stamp(PREPARE_STAMP, fp, {"identity": tree})
+        chain = _ran(fp)
+        self.workspace.write_stamp(PREPARE_STAMP, fp, {"identity": tree, "chain": chain})
         self.progress.done("prepare", started)
-        return fp
+        return chain
 
     def _ccache_links(self) -> None:
         """ccache's masquerade folder: `hipcc` there is ccache, which then runs the next hipcc on PATH."""
@@ -232,9 +235,11 @@ class Engine:
         label = f"[{index}/{total}] {step.name}"
         fp = fingerprint(previous, step.identity())
         stamp = f"{index:02d}-{step.name}"
-        if self.workspace.stamp_matches(stamp, fp) and _outputs_present(step):
+        done = self.workspace.stamp(stamp)
+        if done is not None and done.get("fingerprint") == fp and isinstance(done.get("chain"), str) \
+                and step.outputs_present():
             self.progress.skipped(label, "done in an earlier run, inputs unchanged")
-            return fp
+            return str(done["chain"])
         self.workspace.drop_stamp(stamp)
         line = step.command_line()
         started = self.progress.start(label, line if len(line) < 160 else "")
@@ -251,9 +256,10 @@ class Engine:
                 hint=tail(log) + f"\nfull log: {log}\nfix the cause and run the same command again: "
                 "finished steps are not repeated",
             )
-        self.workspace.write_stamp(stamp, fp)
+        chain = _ran(fp)
+        self.workspace.write_stamp(stamp, fp, {"chain": chain})
         self.progress.done(label, started)
-        return fp
+        return chain
 
     # -- wheels -------------------------------------------------------------
 
@@ -316,6 +322,12 @@ class Engine:
             self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
 
 
+def _ran(fp: str) -> str:
+    """What the next step chains from after this one really ran: new every time, so a step that ran
+    again (its output was gone, its stamp damaged) makes every later step run again too."""
+    return fingerprint(fp, os.urandom(16).hex())
+
+
 def check_out_folder(out: Path) -> None:
     """The wheelhouse must be (or be creatable as) a folder this user can write: found out before
     the build, not after it. Nothing is created here: a failed build leaves no empty wheelhouse."""
@@ -329,18 +341,14 @@ def check_out_folder(out: Path) -> None:
         raise UsageError(f"--out {out}: this user cannot write in {existing}", hint="give a folder you can write")
 
 
-def _outputs_present(step: Step) -> bool:
-    """A wheel step is done only while its wheel is still there."""
-    return step.wheel_dir is None or any(Path(step.wheel_dir).glob("*.whl"))
-
-
 def _why_fresh(before: object, after: dict[str, Any]) -> str:
     if not isinstance(before, dict):
         return "work folder: prepared by another rocbuild; starting from a fresh tree"
     changed = changed_fields(before, after)
     detail = ""
     if "toolchain" in changed:
-        old, new = before.get("toolchain") or {}, after["toolchain"]
+        old, new = before.get("toolchain"), after["toolchain"]
+        old = old if isinstance(old, dict) else {}  # a damaged stamp only loses the detail
         detail = f" (ROCm {old.get('rocm_version')} -> {new['rocm_version']}"
         if old.get("hip_compiler") != new["hip_compiler"]:
             detail += f", HIP compiler {old.get('hip_compiler')} -> {new['hip_compiler']}"

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocbuild import __version__
-from rocbuild.fsutil import copy_atomically, file_sha256
+from rocbuild.errors import StepFailed
+from rocbuild.fsutil import PART_SUFFIX, copier, file_sha256, stage
 from rocbuild.identity import BuildIdentity
 from rocbuild.plan import Plan
-from rocbuild.wheels import rewrite_wheel, update_manifest
+from rocbuild.wheels import rewrite_wheel
 
 if TYPE_CHECKING:
     from rocbuild.verify.check import Verdict
 
 PROVENANCE_SCHEMA = 2
+MANIFEST = "rocbuild-manifest.json"
 
 
 def provenance(plan: Plan, identity: BuildIdentity, wheel: Path) -> dict[str, Any]:
@@ -43,20 +50,64 @@ def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Pa
     return out
 
 
+@contextmanager
+def wheelhouse_lock(folder: Path) -> Iterator[None]:
+    """Every rocbuild writing into a wheelhouse holds this while it does."""
+    with open(folder / f".{MANIFEST}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 def publish(out_dir: Path, wheels: dict[Path, dict[str, Any]], verdict: Verdict | None, key: str | None,
             from_cache: bool) -> list[Path]:
-    """Copy verified wheels into the wheelhouse (never visible half-written) and record them in its manifest."""
+    """Place verified wheels in the wheelhouse together with their manifest entries, or nothing at all.
+
+    Every wheel and the new manifest are written in full as `.part` files first; only when all of
+    them are written are they renamed into place (renaming needs no space). A full disk therefore
+    places nothing, and a `.part` left by a writer that was killed is swept by the next one."""
     if not wheels:
         return []
-    out_dir.mkdir(parents=True, exist_ok=True)
-    placed, entries = [], {}
-    for wheel, record in wheels.items():
-        placed.append(copy_atomically(wheel, out_dir / wheel.name))
-        entries[wheel.name] = {"sha256": file_sha256(wheel), "size": wheel.stat().st_size,
-                               "provenance": record, "verify": _summary(verdict, wheel),
-                               "build_cache": {"key": key, "hit": from_cache} if key else None}
-    update_manifest(out_dir, entries)
-    return placed
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with wheelhouse_lock(out_dir):
+            for stale in out_dir.glob(f".*{PART_SUFFIX}"):  # writers hold the lock: these writers are gone
+                stale.unlink(missing_ok=True)
+            staged: list[tuple[Path, Path]] = []
+            try:
+                entries = {}
+                for wheel, record in wheels.items():
+                    staged.append((stage(out_dir / wheel.name, copier(wheel)), out_dir / wheel.name))
+                    entries[wheel.name] = {"sha256": file_sha256(wheel), "size": wheel.stat().st_size,
+                                           "provenance": record, "verify": _summary(verdict, wheel),
+                                           "build_cache": {"key": key, "hit": from_cache} if key else None}
+                text = manifest_text(out_dir, entries)
+                staged.append((stage(out_dir / MANIFEST, lambda fh: fh.write(text.encode())), out_dir / MANIFEST))
+            except BaseException:
+                for part, _ in staged:
+                    part.unlink(missing_ok=True)
+                raise
+            for part, dest in staged:
+                os.replace(part, dest)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise StepFailed(f"cannot write the wheels into --out {out_dir}: {exc.strerror or exc}{where}",
+                         hint="nothing was placed there. Free space (or fix the folder), then run the same "
+                              "command again: the build is not repeated, only verified and placed") from None
+    return [out_dir / wheel.name for wheel in wheels]
+
+
+def manifest_text(wheelhouse: Path, entries: dict[str, dict[str, Any]]) -> str:
+    """The wheelhouse manifest with `entries` (about to be placed) merged in by wheel file name; entries
+    of wheels no longer there are dropped."""
+    try:
+        data = json.loads((wheelhouse / MANIFEST).read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("wheels"), dict):
+            raise ValueError
+    except (OSError, ValueError):
+        data = {"schema": 1, "wheels": {}}
+    merged = {**data["wheels"], **entries}
+    data["wheels"] = {k: merged[k] for k in sorted(merged) if k in entries or (wheelhouse / k).is_file()}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def _summary(verdict: Verdict | None, wheel: Path) -> dict[str, Any] | None:

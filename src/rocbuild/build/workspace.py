@@ -85,10 +85,6 @@ class Workspace:
             return None
         return data if isinstance(data, dict) else None
 
-    def stamp_matches(self, name: str, fingerprint: str) -> bool:
-        data = self.stamp(name)
-        return data is not None and data.get("fingerprint") == fingerprint
-
     def write_stamp(self, name: str, fingerprint: str, extra: dict[str, Any] | None = None) -> None:
         self.dirs.stamps.mkdir(parents=True, exist_ok=True)
         write_text_atomically(self.dirs.stamps / f"{name}.json", json.dumps({"fingerprint": fingerprint,
