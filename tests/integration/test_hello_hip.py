@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-from rocbuild.detect.rocm import find_rocm
 from rocbuild.build.publish import MANIFEST
+from rocbuild.detect.rocm import find_rocm
 from rocbuild.wheels import PROVENANCE
 from tests.conftest import REPO
 
