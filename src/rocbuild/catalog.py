@@ -1,4 +1,9 @@
-"""Finding recipes by name: --recipes dirs, ROCBUILD_RECIPES, registered sources, then the built-in ones."""
+"""Finding recipes by name: --recipes dirs, ROCBUILD_RECIPES, the built-in ones, then registered sources.
+
+A registered source (someone else's recipe repository) never shadows a
+built-in recipe or base: `rocbuild SOURCE:NAME` names its recipe explicitly.
+A recipe file that is a link must stay inside the folder it was found in.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 from rocbuild.errors import UsageError
 from rocbuild.recipe import Recipe, load_recipe
 from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
+from rocbuild.recipe.load import confined_recipe
 from rocbuild.registry import load_sources
 
 
@@ -24,9 +30,20 @@ def search_dirs(extra: list[str] | None = None) -> list[tuple[Path, str]]:
     dirs: list[tuple[Path, str]] = [(Path(d), "--recipes") for d in extra or []]
     env = os.environ.get("ROCBUILD_RECIPES", "")
     dirs += [(Path(d), "ROCBUILD_RECIPES") for d in env.split(os.pathsep) if d]
-    dirs += [(s.recipe_dir, f"source {s.name}") for s in load_sources()]
     dirs.append((data_dir("recipes"), "built-in"))
+    dirs += [(s.recipe_dir, f"source {s.name}") for s in load_sources()]
     return dirs
+
+
+def recipe_roots(extra: list[str] | None = None) -> list[Path]:
+    """The folders recipe files (and the bases they extend) may lie in: the search folders, and the
+    whole checkout of each registered source."""
+    return [d for d, _ in search_dirs(extra)] + [s.root for s in load_sources()]
+
+
+def _found(name: str, path: Path, origin: str, folder: Path) -> Found:
+    """A recipe found in `folder`; a link out of that folder is refused."""
+    return Found(name, confined_recipe(path, [folder]), origin)
 
 
 def all_recipes(extra: list[str] | None = None) -> list[Found]:
@@ -37,7 +54,10 @@ def all_recipes(extra: list[str] | None = None) -> list[Found]:
             continue
         for f in sorted(d.iterdir()):
             if f.suffix in RECIPE_SUFFIXES and f.is_file() and f.stem not in found:
-                found[f.stem] = Found(f.stem, f, origin)
+                try:
+                    found[f.stem] = _found(f.stem, f, origin, d)
+                except UsageError:  # a link out of its folder: not a recipe of this folder
+                    continue
     return sorted(found.values(), key=lambda r: r.name)
 
 
@@ -47,11 +67,13 @@ def resolve(name_or_path: str, extra: list[str] | None = None) -> Found:
         if candidate.is_file():
             return Found(candidate.stem, candidate, "path")
         raise UsageError(f"recipe file not found: {name_or_path}")
+    if ":" in name_or_path:
+        return _from_source(*name_or_path.split(":", 1))
     for d, origin in search_dirs(extra):
         for suffix in RECIPE_SUFFIXES:
             f = d / (name_or_path + suffix)
             if f.is_file():
-                return Found(name_or_path, f, origin)
+                return _found(name_or_path, f, origin, d)
     known = [r.name for r in all_recipes(extra)]
     close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
     hint = f"did you mean: {', '.join(close)}?" if close else None
@@ -64,8 +86,28 @@ def resolve(name_or_path: str, extra: list[str] | None = None) -> Found:
     )
 
 
+def _from_source(source_name: str, name: str) -> Found:
+    """`SOURCE:NAME`: the recipe NAME of that registered source, whatever else has the name."""
+    sources = {s.name: s for s in load_sources()}
+    if source_name not in sources:
+        raise UsageError(f"no recipe source named {source_name!r}",
+                         hint="recipe sources: " + (", ".join(sorted(sources)) or "(none; `rocbuild recipes add`)"))
+    folder = sources[source_name].recipe_dir
+    for suffix in RECIPE_SUFFIXES:
+        if (folder / (name + suffix)).is_file():
+            return _found(name, folder / (name + suffix), f"source {source_name}", folder)
+    raise UsageError(f"recipe source {source_name} has no recipe named {name!r}",
+                     hint="its recipes: " + ", ".join(sorted(f.stem for f in folder.glob("*.y*ml"))))
+
+
 def load(path: str | Path, extra: list[str] | None = None) -> Recipe:
-    """Load a recipe whose `extends: NAME` is found beside it first, then as `resolve` finds names."""
+    """Load a recipe whose `extends:` is found beside it first, then as `resolve` finds names; a path
+    must lead to a recipe file in a recipe folder (never, say, /proc/self/environ)."""
     def find(name: str, beside: Path) -> Path:
-        return resolve(name, [str(beside), *(extra or [])]).path
+        if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
+            return confined_recipe(beside / name, [beside, *recipe_roots(extra)])
+        for suffix in RECIPE_SUFFIXES:
+            if (beside / (name + suffix)).is_file():
+                return confined_recipe(beside / (name + suffix), [beside])
+        return resolve(name, extra).path
     return load_recipe(path, find)

@@ -295,6 +295,11 @@ def _recipe_sources(args: argparse.Namespace) -> int:
         names = sorted(f.stem for f in source.recipe_dir.glob("*.y*ml"))
         print(f"added recipe source {source.name}: {source.describe()}")
         print(f"  recipes: {', '.join(names) or '(none yet)'}  (from {source.recipe_dir})")
+        builtin = {f.name: f for f in catalog.all_recipes(args.recipes) if not f.origin.startswith("source ")}
+        for name in names:
+            if name in builtin:
+                print(f"  note: {name} is also a {builtin[name].origin} recipe, which `rocbuild {name}` (and "
+                      f"`extends: {name}`) keeps using; this source's is `rocbuild {source.name}:{name}`")
         return 0
     if args.ref or args.name:
         raise UsageError(f"`recipes {args.action}` takes no --ref or --name", hint="they go with `recipes add`")

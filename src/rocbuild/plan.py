@@ -24,10 +24,10 @@ from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
-from rocbuild.recipe.files import patch_dirs_for
+from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
 from rocbuild.recipe.model import Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
-from rocbuild.source import SHA_RE, DirSource, GitSource, SourceSpec, check_ref
+from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SourceSpec, check_ref
 
 PYTHON_ALIASES = ("python", "python3")
 # A script the target python runs to report which build modules it lacks.
@@ -114,9 +114,10 @@ class ReplacePatch:
 
 @dataclass(frozen=True)
 class LinkPatch:
-    source_glob: str  # `from:`, outside the tree (a ROCm CMake module, say)
+    source_glob: str  # `from:`, absolute: a ROCm CMake module, say, or a file in the tree or the recipe's folders
     into: str  # a folder in the tree
     where: str
+    readable: tuple[str, ...] = ()  # the folders `from:` may lead into (links followed)
 
     def describe(self) -> str:
         return f"link {self.source_glob} into {self.into}/ (replacing existing links)"
@@ -127,9 +128,10 @@ class LinkPatch:
 
 @dataclass(frozen=True)
 class CopyPatch:
-    source: str  # `from:`, a file outside the tree, only read
+    source: str  # `from:`, absolute, only read: a ROCm header, say, or a file in the tree or the recipe's folders
     to: str  # its place in the tree
     where: str
+    readable: tuple[str, ...] = ()  # the folders `from:` may lead into (links followed)
 
     def describe(self) -> str:
         return f"copy {self.source} to {self.to} (in the tree; the original is only read)"
@@ -437,7 +439,9 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     )
 
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r)
-    patches = tuple(_patch(recipe, e, r) for e in recipe.patches if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
+    readable = _readable(recipe, host, work)
+    patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
+                    if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
 
     steps = tuple(_step(entry, r, host, work) for entry in recipe.steps
                   if r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"))
@@ -522,34 +526,66 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
             raise RecipeError(exc.message, file=str(recipe.path), key="source.ref", value=ref,
                               accepted="a branch, tag or commit id") from None
     commit = None if overridden or not src.commit else r.text(src.commit, None, "source.commit").lower()
-    if commit is not None and not SHA_RE.match(commit):
-        raise RecipeError("source.commit renders to something that is not a commit id", file=str(recipe.path),
-                          key="source.commit", value=commit, accepted="7 to 40 hexadecimal digits")
+    if commit is not None and not FULL_SHA_RE.match(commit):
+        raise RecipeError("source.commit renders to something that is not a whole commit id", file=str(recipe.path),
+                          key="source.commit", value=commit, accepted="the commit's full 40 hexadecimal digits")
     return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
                      submodules=src.submodules, ref_overridden=overridden)
 
 
-def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer) -> PatchAction:
+def _readable(recipe: Recipe, host: Host, work: WorkDirs) -> tuple[str, ...]:
+    """Where copy/link may read from: the tree, the ROCm prefix, the recipe's folders and its patches."""
+    folders = [work.src, host.rocm.path, recipe.directory, *(p.parent for p, _ in recipe.bases), *recipe.patch_dirs]
+    out: list[str] = []
+    for folder in folders:
+        for form in (os.path.normpath(folder), os.path.realpath(folder)):
+            if form not in out:
+                out.append(form)
+    return tuple(out)
+
+
+def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
+           readable: tuple[str, ...]) -> PatchAction:
     key = f"{entry.pos.key}.{entry.kind}"
     where = entry.pos.describe()
+
+    def in_tree(value: str, k: str) -> str:
+        problem = tree_path_problem(value)
+        if problem is not None:
+            raise RecipeError(problem, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=k,
+                              value=value, accepted=TREE_PATH_ACCEPTED)
+        return value
+
+    def readable_source(value: str, k: str) -> str:
+        """Relative: in the tree. Absolute: under one of `readable` (judged by text here; links are
+        followed and judged again when the patch is applied)."""
+        path = os.path.normpath(value if os.path.isabs(value) else os.path.join(work.src, in_tree(value, k)))
+        if not any(path == top or path.startswith(top.rstrip("/") + "/") for top in readable):
+            raise RecipeError("reads from outside the source tree, the ROCm prefix and the recipe's folders",
+                              file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=k, value=value,
+                              accepted=SOURCE_FILE_ACCEPTED)
+        return path
+
     match entry.kind:
         case "diff":
             dirs = recipe.patch_dirs or tuple(patch_dirs_for(recipe.path))
-            path = next((d / entry.body for d in dirs if (d / entry.body).is_file()), None)
+            path = find_patch_file(entry.body, dirs)
             if path is None:  # the loader checked; the file went away since
                 raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
                                   column=entry.pos.column, key=key, value=entry.body)
             return DiffPatch(entry.body, str(path), hashlib.sha256(path.read_bytes()).hexdigest(), where)
         case "replace":
             b = entry.body
-            return ReplacePatch(r.text(b["file"], entry.pos, f"{key}.file"), r.text(b["find"], entry.pos, f"{key}.find"),
+            return ReplacePatch(in_tree(r.text(b["file"], entry.pos, f"{key}.file"), f"{key}.file"),
+                                r.text(b["find"], entry.pos, f"{key}.find"),
                                 r.text(b["with"], entry.pos, f"{key}.with"), b["regex"], b["count"], where)
         case "link":
-            return LinkPatch(r.text(entry.body["from"], entry.pos, f"{key}.from"),
-                             r.text(entry.body["into"], entry.pos, f"{key}.into"), where)
+            return LinkPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
+                             in_tree(r.text(entry.body["into"], entry.pos, f"{key}.into"), f"{key}.into"), where,
+                             readable)
         case "copy":
-            return CopyPatch(r.text(entry.body["from"], entry.pos, f"{key}.from"),
-                             r.text(entry.body["to"], entry.pos, f"{key}.to"), where)
+            return CopyPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
+                             in_tree(r.text(entry.body["to"], entry.pos, f"{key}.to"), f"{key}.to"), where, readable)
         case _:
             assert_never(entry.kind)
 
@@ -584,8 +620,8 @@ def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs) -> St
     name = entry.name or entry.kind
     match entry.kind:
         case "shell":
-            return Step(name, "shell", None, cwd, env, shell=r.text(entry.body, entry.pos, key, shell=True),
-                        where=where)
+            script, values = r.shell(entry.body, entry.pos, key)
+            return Step(name, "shell", None, cwd, {**env, **values}, shell=script, where=where)
         case "run":
             argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
             return Step(name, "run", tuple(argv), cwd, env, where=where)

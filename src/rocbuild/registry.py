@@ -20,7 +20,7 @@ from rocbuild.build.fetch import Log, checkout_git, resolve_git
 from rocbuild.errors import UsageError
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.paths import cache_root, config_root, mirror_path
-from rocbuild.source import GitSource, check_ref
+from rocbuild.source import GIT_URLS_ACCEPTED, GitSource, check_ref, git_url_problem
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)
@@ -74,7 +74,8 @@ def save_sources(sources: list[RecipeSource]) -> None:
 
 
 def is_url(text: str) -> bool:
-    return bool(URL_RE.match(text))
+    """Looks like a URL (then it must be one git may fetch: see source.git_url_problem)."""
+    return bool(URL_RE.match(text) or re.match(r"^[A-Za-z0-9+._-]*::", text))
 
 
 def add_source(location: str, *, ref: str | None, name: str | None, log: Log) -> RecipeSource:
@@ -99,6 +100,8 @@ def add_source(location: str, *, ref: str | None, name: str | None, log: Log) ->
     if as_git:
         if not is_url(location) and Path(location).exists():
             location = str(Path(location).resolve())
+        if (problem := git_url_problem(location)) is not None:
+            raise UsageError(f"{location}: {problem}", hint=f"accepted: {GIT_URLS_ACCEPTED}")
         source = RecipeSource(name, "git", location, ref=ref, added=now, updated=now)
         source = _checkout(source, log)
     else:

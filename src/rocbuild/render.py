@@ -51,15 +51,19 @@ class Renderer:
         assert not missing, f"render context lacks {missing}"
         self.context = context
 
-    def text(self, value: Any, pos: Position | None, key: str | None = None, *, shell: bool = False) -> str:
+    def text(self, value: Any, pos: Position | None, key: str | None = None) -> str:
         """Render one string; a non-template comes back unchanged (the loader made every leaf a string)."""
         if not isinstance(value, str):
             return str(value)
         if not templating.is_template(value):
             return value
-        env = templating.environment(shell_quote=shell)
         try:
-            return env.from_string(value).render(self.context)
+            out = templating.compile_template(value).render(self.context)
+            if len(out) > templating.MAX_VALUE:
+                raise templating.TooLarge(f"it renders to more than {templating.MAX_VALUE} characters")
+            return out
+        except RecursionError:
+            raise self._error("template nested too deeply", value, pos, key, None) from None
         except SecurityError as exc:
             raise self._error(f"template refused by the sandbox: {exc}", value, pos, key,
                               "plain values: archs, rocm.path, options.NAME, ... (no underscore attributes)") from None
@@ -70,6 +74,16 @@ class Renderer:
             raise self._error(f"template error: {exc}", value, pos, key, None) from None
         except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
             raise self._error(f"template failed: {exc}", value, pos, key, None) from None
+
+    def shell(self, value: str, pos: Position | None, key: str) -> tuple[str, dict[str, str]]:
+        """A `shell:` step's script, its `${{ }}` values passed as environment variables (never as code)."""
+        with templating.collecting_shell_values() as values:
+            script = self.text(value, pos, key)
+        try:
+            return templating.bind_shell_values(script, values)
+        except templating.ShellQuoting as exc:
+            raise self._error(str(exc), value, pos, key,
+                              "${{ ... }} outside quotes or inside double quotes, e.g. echo \"${{ options.msg }}\"") from None
 
     def tree(self, value: Any, pos: Position | None, key: str) -> Any:
         if isinstance(value, dict):

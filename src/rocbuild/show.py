@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from typing import Any, assert_never
 
@@ -10,6 +11,7 @@ from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.proc import SHELL
 from rocbuild.source import DirSource, GitSource
 
 Out = Callable[[str], None]
@@ -32,7 +34,8 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     else:
         out(f"  wheelhouse: {plan.out}")
     _requirements(plan, out)
-    out("environment (changes for every step):")
+    out("environment (changes for every step; BASH_ENV, ENV, SHELLOPTS, BASH_FUNC_* and the like are removed, "
+        "so nothing but each argv runs):")
     for k, v in plan.base_env.items():
         out(f"  {k}={v}")
     if plan.ccache_bin is not None:
@@ -50,9 +53,10 @@ def plan_text(plan: Plan, out: Out = print) -> None:
         out(f"  {i}. {step.name} ({step.kind})   [{step.where}]")
         out(f"     cwd:  {step.cwd}")
         for k, v in step.env.items():
-            out(f"     env:  {k}={v}")
+            out(f"     env:  {k}={shlex.quote(v)}")
         if step.shell is not None:
-            out(f"     shell (run by /bin/bash as written): {step.shell}")
+            out(f"     argv: {json.dumps([SHELL, '-c', step.shell])}  (template values reach it only as the "
+                "variables ROCBUILD_VALUE_N above)")
         else:
             out(f"     argv: {json.dumps(list(step.argv or ()))}")
         if step.wheel_dir is not None:

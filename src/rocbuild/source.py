@@ -11,8 +11,25 @@ from dataclasses import dataclass
 
 from rocbuild.errors import UsageError
 
-# A commit id as recipes and lock files may pin it (abbreviated or whole).
+# A commit id as --ref may name it (abbreviated or whole).
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
+# A commit id as a recipe pins it: whole (SHA-1, or SHA-256 repositories), compared for equality; an
+# abbreviation can be matched by a crafted commit in minutes.
+FULL_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+# The transports a recipe may fetch from: web, ssh (URL or scp-like user@host:path), git, local files.
+GIT_URL_RE = re.compile(
+    r"^(?:(?:https?|ssh|git)://(?:[^@/\s]+@)?[A-Za-z0-9[][A-Za-z0-9.:\[\]-]*(?:/\S*)?"
+    r"|file://\S+|[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:\S+|/\S*)$", re.IGNORECASE)
+GIT_URLS_ACCEPTED = "https://, http://, ssh://, git://, file:// URLs, user@host:path, or an absolute path"
+
+
+def git_url_problem(url: str) -> str | None:
+    """Why git must not be given `url` (transport helpers such as ext:: and fd:: run commands), or None."""
+    if re.match(r"^[A-Za-z0-9+._-]*::", url):
+        return "git transport helpers (NAME::ADDRESS, such as ext:: or fd::) are not accepted"
+    if not GIT_URL_RE.match(url):
+        return "not a git URL rocbuild fetches from"
+    return None
 # What git refuses in a ref name, plus a leading '-' (git would read it as an option).
 _BAD_REF = re.compile(r"(^-)|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|/$|^/|//")
 

@@ -28,7 +28,7 @@ CASES = {
     "missing_patch.yaml": (8, 11, ["patches[0].diff: patch file not found", "demo/0001-missing.patch"]),
     "option_default.yaml": (9, 14, ["options.backend.default", "not one of the choices", "accepted: hip, cpu"]),
     "bad_specifier.yaml": (8, 9, ["requires.rocm: not a version specifier", "six or newer", ">=6.1"]),
-    "bad_commit.yaml": (7, 11, ["source.commit: not a commit id", "hexadecimal"]),
+    "bad_commit.yaml": (7, 11, ["source.commit: not a whole commit id", "hexadecimal"]),
     "replace_missing_with.yaml": (8, 14, ["patches[0].replace", "missing required key 'with'"]),
     "two_kinds.yaml": (8, 5, ["more than one kind key (run, cmake)", "accepted: one of cmake"]),
     "bad_regex.yaml": (8, 32, ["invalid regular expression", "patches[0].replace.find"]),
@@ -98,6 +98,6 @@ def test_yaml_booleans_become_cmake_switches(tmp_path):
 def test_numbers_keep_their_written_form(tmp_path):
     f = tmp_path / "r.yaml"
     f.write_text("schema: 1\nname: r\nversion: 1.10\nsource:\n  git: https://example.invalid/r.git\n"
-                 "  ref: 1.10\n  commit: 0123456\nsteps:\n  - run: [python, -V]\n")
+                 "  ref: 1.10\n  commit: 0123456789012345678901234567890123456789\nsteps:\n  - run: [python, -V]\n")
     r = load_recipe(f)
-    assert (r.version, r.source.ref, r.source.commit) == ("1.10", "1.10", "0123456")
+    assert (r.version, r.source.ref, r.source.commit) == ("1.10", "1.10", "0123456789012345678901234567890123456789")

@@ -54,6 +54,54 @@ def test_when_must_be_boolean(renderer):
         renderer.condition("${{ archs }}", POS, "k")
 
 
-def test_shell_values_are_quoted(renderer):
-    out = renderer.text("echo ${{ options.mode }} && echo ${{ archs }}", POS, shell=True)
-    assert out == "echo 'a; rm -rf ~' && echo gfx90a,gfx1100"
+def test_shell_values_become_variables(renderer):
+    script, env = renderer.shell("echo ${{ options.mode }} x${{ archs }}y $(echo ${{ arch }}) # '\"", POS, "k")
+    assert script == """echo "${ROCBUILD_VALUE_1}" x"${ROCBUILD_VALUE_2}"y $(echo "${ROCBUILD_VALUE_3}") # '\""""
+    assert env == {"ROCBUILD_VALUE_1": "a; rm -rf ~", "ROCBUILD_VALUE_2": "gfx90a,gfx1100",
+                   "ROCBUILD_VALUE_3": "gfx90a"}
+    script, _ = renderer.shell("cat <<'EOF'\nplain\nEOF\necho ${{ arch }}", POS, "k")
+    assert script.endswith('EOF\necho "${ROCBUILD_VALUE_1}"')
+
+
+@pytest.mark.parametrize("script, where", [
+    ("bash -c 'echo ${{ options.mode }}'", "inside single quotes"),
+    ("echo $'${{ options.mode }}'", "inside $'...' quotes"),
+    ('echo "${{ options.mode }}"', "inside double quotes"),
+    ('bash -c "echo ${{ options.mode }}"', "inside double quotes"),
+    ("bash <<EOF\necho ${{ options.mode }}\nEOF", "inside a here-document"),
+    ("python - <<-'END'\n\tprint(${{ options.mode }})\n\tEND", "inside a here-document"),
+    ("eval ${{ options.mode }}", "after eval"),
+    ("bash -c ${{ options.mode }}", "after eval, -c or <<<"),
+    ("bash <<< ${{ options.mode }}", "after eval, -c or <<<"),
+])
+def test_a_shell_value_where_it_could_become_code_is_refused(renderer, script, where):
+    with pytest.raises(RecipeError, match="could become code") as info:
+        renderer.shell(script, POS, "k")
+    assert where in info.value.render()
+
+
+@pytest.mark.parametrize("template", [
+    "${{ 'a' * 10**10 }}",
+    "${{ ['a'] * 10**6 }}",
+    "${{ 10 ** 10 ** 10 }}",
+    "${{ ('a' * 90000) ~ ('a' * 90000) }}",
+    "${{ ('a' * 90000) + ('a' * 90000) }}",
+    "${{ ['a' * 50000, 'b' * 50000] | join('x') }}",
+    "${{ ('a' * 2000) | replace('a', 'b' * 100) }}",
+    "${{ ('a' * 2000).replace('a', 'b' * 100) }}",
+    "${{ 'a'.ljust(10**9) }}",
+    "${{ '%99999999s' % 'a' }}",
+    "${{ 'a' | center(10**9) }}",
+    "${{ range(10**5) | list }}",
+    "${{ '{0}'.format(archs) }}",
+    "${{ archs | map(attribute='__class__') | list }}",
+    "${{ archs | attr('__class__') }}",
+    "${% for a in archs %}${{ a }}${% endfor %}",
+    "${% macro m() %}${{ m() }}${% endmacro %}${{ m() }}",
+    "${{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+])
+def test_templates_have_limits(renderer, template):
+    with pytest.raises(RecipeError) as info:
+        renderer.text(template, POS)
+    assert info.value.exit_code == 2
+    assert "<class" not in info.value.render()

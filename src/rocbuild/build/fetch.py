@@ -70,7 +70,7 @@ def resolve_git(spec: GitSource, log: Log) -> tuple[str, bool]:
     if sha is None:
         raise StepFailed(f"{spec.url} has no branch, tag or commit {want!r}",
                          hint="check the recipe's source.ref or the --ref you gave")
-    if spec.commit is not None and not sha.startswith(spec.commit):
+    if spec.commit is not None and sha != spec.commit:
         raise StepFailed(
             f"source.ref {want!r} of {spec.url} resolves to {sha}, but the recipe pins commit {spec.commit}",
             hint="upstream moved the ref (or the pin is wrong): check the tag, then fix `commit:` in the recipe",

@@ -22,6 +22,14 @@ def inside(root: Path, relative: str, what: str) -> Path:
     return path
 
 
+def readable(path: str, folders: tuple[str, ...], what: str) -> None:
+    """With links followed, `path` must still be under one of `folders` (the plan checked its text)."""
+    real = os.path.realpath(path)
+    if folders and not any(real == f or real.startswith(f.rstrip("/") + "/") for f in map(os.path.realpath, folders)):
+        raise StepFailed(f"{what} {path!r} leads (through a link) to {real}, outside the source tree, "
+                         "the ROCm prefix and the recipe's folders")
+
+
 def apply_replace(patch: ReplacePatch, root: Path) -> str:
     """Replace `find` by `with`; already-applied is fine, no match at all is an error."""
     path = inside(root, patch.file, "replace.file")
@@ -68,6 +76,8 @@ def apply_link(patch: LinkPatch, root: Path) -> str:
     if not matches:
         raise StepFailed(f"link: nothing matches {pattern!r}",
                          hint="the file it names is missing from this ROCm: `rocbuild detect` shows what was found")
+    for match in matches:
+        readable(match, patch.readable, "link.from")
     into = inside(root, patch.into, "link.into")
     into.mkdir(parents=True, exist_ok=True)
     made = []
@@ -88,6 +98,7 @@ def apply_copy(patch: CopyPatch, root: Path) -> str:
     """Copy a file from outside (a ROCm header, say) into the tree, where later patches may edit it:
     the original is only read."""
     source = Path(patch.source)
+    readable(patch.source, patch.readable, "copy.from")
     if not source.is_file():
         raise StepFailed(f"copy: {source} does not exist or is not a file",
                          hint="`rocbuild detect` shows the ROCm found; the recipe's `when:` may need a condition")

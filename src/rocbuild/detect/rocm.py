@@ -93,7 +93,15 @@ class Rocm:
     include_dir: Path | None = None
 
     def has_header(self, name: str) -> bool:
-        return self.include_dir is not None and (self.include_dir / name).is_file()
+        """Whether the include folder holds header `name` (a relative path that stays inside it)."""
+        if os.path.isabs(name) or ".." in Path(name).parts or "\0" in name:
+            raise ValueError(f"has_header({name!r}): give a header path inside the include folder, "
+                             "such as 'rccl/rccl.h'")
+        if self.include_dir is None:
+            return False
+        path = self.include_dir / name
+        top = os.path.realpath(self.include_dir)
+        return path.is_file() and os.path.realpath(path).startswith(top.rstrip("/") + "/")
 
     def cmake_package(self, name: str) -> Path | None:
         """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""

@@ -7,7 +7,9 @@ bad value and what is accepted; misspelt keys get a "did you mean".
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +23,14 @@ from rocbuild import templating
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.recipe.extends import MergeError, merge
-from rocbuild.recipe.files import RECIPE_SUFFIXES, patch_dirs_for
+from rocbuild.recipe.files import (
+    RECIPE_SUFFIXES,
+    SOURCE_FILE_ACCEPTED,
+    TREE_PATH_ACCEPTED,
+    find_patch_file,
+    patch_dirs_for,
+    tree_path_problem,
+)
 from rocbuild.recipe.model import (
     PATCH_KINDS,
     SCHEMA_VERSION,
@@ -38,12 +47,24 @@ from rocbuild.recipe.model import (
     StepKind,
     VerifyKind,
 )
-from rocbuild.recipe.yamlpos import DuplicateKey, Mark, YList, YMap, compose
-from rocbuild.source import SHA_RE
+from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
+from rocbuild.source import FULL_SHA_RE, GIT_URLS_ACCEPTED, git_url_problem
 
+MAX_RECIPE_BYTES = 1 << 20
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
+# Variables that run code nobody sees in the plan: startup files and exported functions of shells, the
+# dynamic loader's preloads and auditors, git's config injection and helper programs, interpreters'
+# startup hooks.
+CODE_RUNNING_ENV = re.compile(
+    r"^(?:BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_\w*|BASH_XTRACEFD"
+    r"|LD_PRELOAD|LD_AUDIT|LD_DEBUG\w*|LD_PROFILE\w*|LD_ORIGIN_PATH|GCONV_PATH|HOSTALIASES"
+    r"|GIT_CONFIG\w*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_EXTERNAL_DIFF|GIT_PAGER"
+    r"|GIT_EDITOR|GIT_PROXY_COMMAND|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|PAGER|EDITOR|VISUAL"
+    r"|PYTHONSTARTUP|PYTHONINSPECT|PYTHONHOME|PYTHONEXECUTABLE|PYTHONUSERBASE|PYTHONSAFEPATH|PYTHONWARNINGS"
+    r"|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NODE_OPTIONS|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS"
+    r"|LESSOPEN|LESSCLOSE|MANPAGER|TERMINFO)$")
 KindT = TypeVar("KindT", bound=str)
 # Finds the recipe an `extends: NAME` means, searching `beside` first; raises UsageError (with a
 # "did you mean" hint) when there is none. The catalog provides the real one.
@@ -79,13 +100,32 @@ VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
 
 def load_recipe(path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
     path = Path(path)
+    return load_recipe_text(read_recipe_text(path), path, find_recipe)
+
+
+def read_recipe_text(path: Path) -> str:
+    """A recipe file's text: a regular .yaml/.yml file of at most MAX_RECIPE_BYTES, in UTF-8."""
+    if path.suffix not in RECIPE_SUFFIXES or Path(os.path.realpath(path)).suffix not in RECIPE_SUFFIXES:
+        raise RecipeError("not a recipe file", file=str(path), accepted="a .yaml or .yml file")
     try:
-        text = path.read_text(encoding="utf-8")
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise RecipeError("not a regular file", file=str(path), accepted="a .yaml or .yml file")
+        if info.st_size > MAX_RECIPE_BYTES:
+            raise RecipeError(f"{info.st_size} bytes: larger than any recipe", file=str(path),
+                              accepted=f"at most {MAX_RECIPE_BYTES} bytes")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RECIPE_BYTES + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise RecipeError("recipe file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"cannot read recipe: {exc}", file=str(path)) from None
-    return load_recipe_text(text, path, find_recipe)
+    except OSError as exc:
+        raise RecipeError(f"cannot read recipe: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"not UTF-8 text (byte {exc.start})", file=str(path), accepted="a UTF-8 YAML file") from None
+    if len(data) > MAX_RECIPE_BYTES:
+        raise RecipeError("larger than any recipe", file=str(path), accepted=f"at most {MAX_RECIPE_BYTES} bytes")
+    return text
 
 
 def load_recipe_text(text: str, path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
@@ -93,11 +133,33 @@ def load_recipe_text(text: str, path: str | Path, find_recipe: RecipeFinder | No
 
 
 def _same_folder(name: str, beside: Path) -> Path:
-    """Without a catalog, `extends: NAME` finds only recipes in the extending recipe's own folder."""
+    """Without a catalog, `extends:` finds only recipes in the extending recipe's own folder."""
+    if _is_path(name):
+        return confined_recipe(beside / name, [beside])
     for suffix in RECIPE_SUFFIXES:
         if (beside / (name + suffix)).is_file():
-            return beside / (name + suffix)
+            return confined_recipe(beside / (name + suffix), [beside])
     raise UsageError(f"no recipe named {name!r} in {beside}")
+
+
+def _is_path(name: str) -> bool:
+    return Path(name).suffix in RECIPE_SUFFIXES or "/" in name
+
+
+def confined_recipe(path: Path, roots: list[Path]) -> Path:
+    """`path` when it is a recipe file (.yaml/.yml) that, links followed, lies inside one of `roots`;
+    a UsageError otherwise, which never shows the file's contents."""
+    real = Path(os.path.realpath(path))
+    if not real.is_file():
+        raise UsageError(f"no recipe file {path}")
+    if real.suffix not in RECIPE_SUFFIXES:
+        raise UsageError(f"{path} is not a .yaml or .yml recipe file")
+    for root in roots:
+        top = Path(os.path.realpath(root))
+        if top in real.parents:
+            return path
+    raise UsageError(f"{path} is outside the recipe folders", hint="recipes extend recipes of their own folder "
+                     "or of a recipe folder (--recipes, ROCBUILD_RECIPES, recipe sources, built-in)")
 
 
 class _Loader:
@@ -129,6 +191,8 @@ class _Loader:
     def parse(self, text: str, path: Path) -> Any:
         try:
             return compose(text, str(path))
+        except TooComplex as exc:
+            raise self.error(f"invalid recipe: {exc.message}", None, exc.mark) from None
         except DuplicateKey as dup:
             raise self.error(f"duplicate key (first given at line {dup.first.line})", dup.key, dup.mark,
                              value=dup.key, accepted="each key once per mapping") from None
@@ -151,9 +215,10 @@ class _Loader:
             raise self.error("recipes extend each other in a circle", "extends", mark, value=name,
                              accepted=f"a recipe that does not lead back here ({cycle})")
         try:
-            text = base_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise self.error(f"cannot read the recipe it extends: {exc}", "extends", mark, value=name) from None
+            text = read_recipe_text(base_path)
+        except RecipeError as exc:
+            raise self.error(f"cannot read the recipe it extends ({base_path}): {exc.message}", "extends", mark,
+                             value=name, accepted=exc.accepted) from None
         self.texts[str(base_path)] = text
         self.bases.append((base_path, text))
         base = self.parse(text, base_path)
@@ -169,16 +234,15 @@ class _Loader:
             raise self.error(exc.message, exc.key, exc.mark, accepted=exc.accepted) from None
 
     def find_base(self, name: str, beside: Path, mark: Mark) -> Path:
-        """A path (relative to the extending file), a recipe of the same folder, or any known recipe."""
-        if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
-            path = beside.parent / name
-            if path.is_file():
-                return path
-            raise self.error("the recipe it extends is not there", "extends", mark, value=name,
-                             accepted=f"a recipe file (looked for {path})")
+        """A recipe of the same folder, any known recipe, or a path (relative to the extending file)
+        to a recipe file inside a recipe folder: the finder decides, and refuses anything else."""
         try:
-            return self.find_recipe(name, beside.parent)  # its own folder first, then the usual order
+            return self.find_recipe(name, beside.parent)
         except UsageError as exc:
+            if _is_path(name):
+                raise self.error(f"cannot extend {name!r}: {exc.message}", "extends", mark, value=name,
+                                 accepted="a recipe name, or the path of a .yaml recipe inside this recipe's "
+                                          "folder or another recipe folder") from None
             raise self.error(f"no recipe named {name!r} to extend", "extends", mark, value=name,
                              accepted="a recipe name (`rocbuild recipes`) or a path to a .yaml file",
                              suggestion=exc.hint.split("\n")[0] if exc.hint and "did you mean" in exc.hint
@@ -211,7 +275,13 @@ class _Loader:
         if isinstance(value, (int, float)):
             # What was written, not what YAML made of it: `ref: 1.10` is not 1.1.
             return str(getattr(value, "raw", str(value)))
-        return str(value)
+        if not isinstance(value, str):  # a date, bytes (!!binary), a set: not something a recipe writes
+            raise self.error(f"expected {what}", key, mark, value=_show(value),
+                             accepted=what + " (quote it to keep YAML from reading it as a date or other type)")
+        if "\0" in value:
+            raise self.error("contains a NUL character, which no command, path or file can hold", key, mark,
+                             value=value, accepted=what + " without \\0")
+        return value
 
     def template(self, value: str, key: str, mark: Mark) -> str:
         if templating.is_template(value):
@@ -270,6 +340,10 @@ class _Loader:
             if not isinstance(name, str) or not ENV_NAME_RE.match(name):
                 raise self.error("not a valid environment variable name", ekey, kmark, value=name,
                                  accepted="letters, digits and _, not starting with a digit")
+            if CODE_RUNNING_ENV.match(name):
+                raise self.error("this variable makes a shell, the dynamic loader, git or an interpreter run "
+                                 "code that no command in the plan shows", ekey, kmark, value=name,
+                                 accepted="variables that configure a build (CC, CXXFLAGS, CMAKE_*, HIP_*, PATH, ...)")
             when = None
             if isinstance(raw, YMap):
                 self.mapping(raw, ekey, vmark, {"value": True, "when": False})
@@ -407,13 +481,17 @@ class _Loader:
             commit = self.tstring(src["commit"], "source.commit", vm["commit"])
             if not templating.is_template(commit):
                 commit = commit.lower()
-            if not templating.is_template(commit) and not SHA_RE.match(commit):
-                raise self.error("not a commit id", "source.commit", vm["commit"], value=src["commit"],
-                                 accepted="7 to 40 hexadecimal digits")
+            if not templating.is_template(commit) and not FULL_SHA_RE.match(commit):
+                raise self.error("not a whole commit id", "source.commit", vm["commit"], value=src["commit"],
+                                 accepted="the commit's full 40 hexadecimal digits (an abbreviation can be "
+                                          "matched by a crafted commit)")
         # ref and commit may be templates (e.g. picked by an option); they are rendered when planning.
         ref = self.tstring(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
+        git = self.string(src["git"], "source.git", vm["git"]) if "git" in src else None
+        if git is not None and (problem := git_url_problem(git)) is not None:
+            raise self.error(problem, "source.git", vm["git"], value=git, accepted=GIT_URLS_ACCEPTED)
         return Source(
-            git=self.string(src["git"], "source.git", vm["git"]) if "git" in src else None,
+            git=git,
             path=self.source_path(src, vm) if "path" in src else None,
             ref=ref,
             commit=commit,
@@ -515,7 +593,7 @@ class _Loader:
                 m = self.mapping(body, bkey, bmark, REPLACE_KEYS)
                 vm = m.value_marks
                 body = {
-                    "file": self.tstring(m["file"], f"{bkey}.file", vm["file"]),
+                    "file": self.tree_path(m["file"], f"{bkey}.file", vm["file"]),
                     "find": self.tstring(m["find"], f"{bkey}.find", vm["find"]),
                     "with": self.tstring(m["with"], f"{bkey}.with", vm["with"]),
                     "regex": self.boolean(m["regex"], f"{bkey}.regex", vm["regex"]) if "regex" in m else False,
@@ -538,15 +616,30 @@ class _Loader:
             elif kind == "copy":
                 m = self.mapping(body, bkey, bmark, COPY_KEYS)
                 vm = m.value_marks
-                body = {"from": self.tstring(m["from"], f"{bkey}.from", vm["from"]),
-                        "to": self.tstring(m["to"], f"{bkey}.to", vm["to"])}
+                body = {"from": self.source_file(m["from"], f"{bkey}.from", vm["from"]),
+                        "to": self.tree_path(m["to"], f"{bkey}.to", vm["to"])}
             else:
                 m = self.mapping(body, bkey, bmark, LINK_KEYS)
                 vm = m.value_marks
-                body = {"from": self.tstring(m["from"], f"{bkey}.from", vm["from"]),
-                        "into": self.tstring(m["into"], f"{bkey}.into", vm["into"])}
+                body = {"from": self.source_file(m["from"], f"{bkey}.from", vm["from"]),
+                        "into": self.tree_path(m["into"], f"{bkey}.into", vm["into"])}
             out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark)))
         return tuple(out)
+
+    def tree_path(self, value: Any, key: str, mark: Mark) -> str:
+        """A path in the source tree that a patch changes: relative, and staying inside the tree."""
+        text = self.tstring(value, key, mark)
+        if not templating.is_template(text) and (problem := tree_path_problem(text)) is not None:
+            raise self.error(problem, key, mark, value=text, accepted=TREE_PATH_ACCEPTED)
+        return text
+
+    def source_file(self, value: Any, key: str, mark: Mark) -> str:
+        """What copy/link read: relative to the source tree (and inside it), or an absolute path that
+        the plan checks against the ROCm prefix and the recipe's folders."""
+        text = self.tstring(value, key, mark)
+        if not templating.is_template(text) and not os.path.isabs(text) and tree_path_problem(text) is not None:
+            raise self.error("leaves the source tree", key, mark, value=text, accepted=SOURCE_FILE_ACCEPTED)
+        return text
 
     def patch_dirs(self) -> list[Path]:
         """Beside this recipe first, then beside each recipe it extends, then the built-in patches."""
@@ -556,12 +649,7 @@ class _Loader:
         return dirs
 
     def find_patch(self, name: str) -> Path | None:
-        if Path(name).is_absolute() or ".." in Path(name).parts:
-            return None
-        for d in self.patch_dirs():
-            if (d / name).is_file():
-                return d / name
-        return None
+        return find_patch_file(name, self.patch_dirs())
 
     def steps(self, value: Any, mark: Mark, output: str) -> tuple[Entry[StepKind], ...]:
         items = self.seq(value, "steps", mark, "step entries")
@@ -614,7 +702,13 @@ class _Loader:
         if kind == "run":
             return self.argv(body, key, mark)
         if kind == "shell":
-            return self.tstring(body, key, mark)
+            script = self.tstring(body, key, mark)
+            try:
+                templating.check_shell_template(script)
+            except templating.ShellQuoting as exc:
+                raise self.error(str(exc), key, mark, value=script, accepted="${{ ... }} as a word of its own "
+                                 "outside quotes, e.g. echo ${{ options.msg }}") from None
+            return script
         allowed = {"cmake": CMAKE_KEYS, "cmake-build": CMAKE_BUILD_KEYS, "make": MAKE_KEYS, "wheel": WHEEL_KEYS}[kind]
         if body is None:
             body = YMap()

@@ -42,6 +42,20 @@ class _Scalars(SafeConstructor):
     pass
 
 
+# A recipe is a page of YAML; these bound what a hostile one can make the loader build: aliases
+# that refer to aliases (a "billion laughs" file) multiply nodes, and deep nesting exhausts the stack.
+MAX_NODES = 50_000
+MAX_DEPTH = 64
+
+
+class TooComplex(Exception):
+    """The document is larger, deeper or more self-referential than any recipe."""
+
+    def __init__(self, message: str, mark: Mark):
+        super().__init__(message)
+        self.message, self.mark = message, mark
+
+
 class YInt(int):
     """An int that remembers how it was written (a commit `0123456` or a ref `1.10`)."""
 
@@ -54,15 +68,37 @@ class YFloat(float):
 
 def compose(text: str, file: str | None = None) -> object:
     """Parse one YAML document; raises yaml.YAMLError or DuplicateKey. Marks carry `file` when given."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise TooComplex(f"nested too deeply (a recipe needs at most {MAX_DEPTH} levels)", Mark(1, 1, file)) from None
     if root is None:
         return None
-    return _convert(root, _Scalars(), file)
+    return _Converter(_Scalars(), file).convert(root, ())
 
 
-def _convert(node: Node, scalars: SafeConstructor, file: str | None = None) -> object:
-    def _mark(n: Node) -> Mark:
-        return Mark(n.start_mark.line + 1, n.start_mark.column + 1, file)
+class _Converter:
+    def __init__(self, scalars: SafeConstructor, file: str | None):
+        self.scalars = scalars
+        self.file = file
+        self.nodes = 0
+
+    def mark(self, n: Node) -> Mark:
+        return Mark(n.start_mark.line + 1, n.start_mark.column + 1, self.file)
+
+    def convert(self, node: Node, parents: tuple[int, ...]) -> object:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise TooComplex(f"more than {MAX_NODES} values (YAML aliases that repeat aliases?)", self.mark(node))
+        if id(node) in parents:
+            raise TooComplex("an alias refers to the value that contains it", self.mark(node))
+        if len(parents) > MAX_DEPTH:
+            raise TooComplex(f"nested too deeply (a recipe needs at most {MAX_DEPTH} levels)", self.mark(node))
+        return _convert(node, self, parents + (id(node),))
+
+
+def _convert(node: Node, conv: _Converter, parents: tuple[int, ...]) -> object:
+    scalars, _mark = conv.scalars, conv.mark
 
     if isinstance(node, ScalarNode):
         value = scalars.construct_object(node, deep=True)
@@ -74,7 +110,7 @@ def _convert(node: Node, scalars: SafeConstructor, file: str | None = None) -> o
             value.raw = node.value
         return value
     if isinstance(node, SequenceNode):
-        items = YList(_convert(item, scalars, file) for item in node.value)
+        items = YList(conv.convert(item, parents) for item in node.value)
         items.mark = _mark(node)
         items.item_marks = [_mark(item) for item in node.value]
         return items
@@ -83,12 +119,12 @@ def _convert(node: Node, scalars: SafeConstructor, file: str | None = None) -> o
         out.mark = _mark(node)
         out.key_marks, out.value_marks = {}, {}
         for key_node, value_node in node.value:
-            key = _convert(key_node, scalars, file)
+            key = conv.convert(key_node, parents)
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 key = str(key)
             if key in out:
                 raise DuplicateKey(str(key), _mark(key_node), out.key_marks[key])
-            out[key] = _convert(value_node, scalars, file)
+            out[key] = conv.convert(value_node, parents)
             out.key_marks[key] = _mark(key_node)
             out.value_marks[key] = _mark(value_node)
         return out
