@@ -244,28 +244,25 @@ def bind_shell_values(script: str, values: list[str]) -> tuple[str, dict[str, st
     """Replace the placeholders of a rendered shell step by `"${ROCBUILD_VALUE_N}"`, references to
     environment variables holding the values: bash expands a variable as data, never as code.
 
-    That holds only where the reference is a word of the script itself. Inside quotes (a value in
+    That holds only where the reference is a word of a command. Inside quotes (a value in
     `bash -c '...'` or `"..."` is code for the inner shell once the outer one expands it), inside a
-    here-document (often fed to an interpreter), or where the script hands it to an interpreter as
-    code (after `eval`, a `-c` option or `<<<`), a template is refused."""
+    here-document (often fed to an interpreter), in arithmetic (`$(( ))`, `(( ))`, `[[ ]]` and `let`
+    evaluate `a[$(cmd)]`), or where the script hands it to an interpreter as code (after `eval`, a
+    `-c` option or `<<<`), a template is refused. Command substitutions `$( )` and backticks are
+    commands again, inside quotes too."""
     env = {VALUE_ENV.format(i + 1): v for i, v in enumerate(values)}
     out: list[str] = []
-    state = ""  # "", "'", '"', "$'" (ANSI-C quotes), "<<" (here-document body)
+    # Open contexts, innermost last: "" (the script), "$(" and "`" (commands), "'", '"', "$'" (quotes),
+    # "$((" and "((" (arithmetic), "[[" (a conditional expression).
+    stack: list[str] = [""]
+    depth: list[int] = [0]  # unmatched "(" inside each context
     heredocs: list[tuple[str, bool]] = []  # delimiters (and <<-) waiting for the end of the line
+    in_heredoc = False
     i = 0
     while i < len(script):
-        c = script[i]
-        if c == "\0":
-            end = script.index("\0", i + 1)
-            where = {"'": "inside single quotes", '"': "inside double quotes", "$'": "inside $'...' quotes"}.get(state)
-            if where is None and re.search(r"(?:(?:^|[\s;&|(])(?:eval|-c)\s+|<<<\s*)$", "".join(out)):
-                where = "after eval, -c or <<<"
-            if where is not None:
-                raise _could_be_code(where)
-            out.append('"${' + VALUE_ENV.format(script[i + 1:end]) + '}"')
-            i = end + 1
-            continue
-        if state == "<<":
+        c, top = script[i], stack[-1]
+        ahead = script[i:i + 3]
+        if in_heredoc:
             line_end = script.find("\n", i)
             line = script[i:] if line_end < 0 else script[i:line_end]
             if "\0" in line:
@@ -274,30 +271,97 @@ def bind_shell_values(script: str, values: list[str]) -> tuple[str, dict[str, st
             delimiter, strip_tabs = heredocs[0]
             if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                 heredocs.pop(0)
-                state = "<<" if heredocs else ""
+                in_heredoc = bool(heredocs)
             i = len(script) if line_end < 0 else line_end + 1
             continue
-        out.append(c)
-        escaped = script[i + 1:i + 2]
-        if c == "\\" and state != "'" and escaped != "\0":
-            out.append(escaped)
+        if c == "\0":
+            end = script.index("\0", i + 1)
+            where = _CONTEXT_NAMES.get(top) or next((_CONTEXT_NAMES[f] for f in stack if f in ("[[", "((", "$((")), None)
+            if where is None and re.search(r"(?:(?:^|[\s;&|(`])(?:eval|-c)\s+|<<<\s*|(?:^|[\s;&|(`])let\s[^;&|\n]*)$",
+                                           "".join(out)):
+                where = "after eval, let, -c or <<<"
+            if where is not None:
+                raise _could_be_code(where)
+            out.append('"${' + VALUE_ENV.format(script[i + 1:end]) + '}"')
+            i = end + 1
+            continue
+        command = top in ("", "$(", "`", "((", "$((", "[[")
+        if c == "\\" and top != "'" and script[i + 1:i + 2] != "\0":
+            out.append(script[i:i + 2])
             i += 2
             continue
-        if state == "":
+        step = 1
+        if top in ("'", "$'"):
             if c == "'":
-                state = "$'" if script[i - 1:i] == "$" else "'"
-            elif c == '"':
-                state = '"'
-            elif c == "<" and script[i + 1:i + 2] == "<" and script[i + 2:i + 3] != "<" and script[i - 1:i] != "<":
-                m = re.match(r"<(-?)\s*(['\"]?)([^\s'\"<>;&|()]+)\2", script[i + 1:])
-                if m:
-                    heredocs.append((m.group(3), m.group(1) == "-"))
-            elif c == "\n" and heredocs:
-                state = "<<"
-        elif (state in ("'", "$'") and c == "'") or (state == '"' and c == '"'):
-            state = ""
-        i += 1
+                stack.pop()
+                depth.pop()
+        elif top == '"' and c == '"':
+            stack.pop()
+            depth.pop()
+        elif top == "`" and c == "`":
+            stack.pop()
+            depth.pop()
+        elif ahead == "$((" and top != "'":
+            stack.append("$((")
+            depth.append(0)
+            step = 3
+        elif ahead[:2] == "$(" and top != "'":
+            stack.append("$(")
+            depth.append(0)
+            step = 2
+        elif c == "`" and top != "'":
+            stack.append("`")
+            depth.append(0)
+        elif top == '"':
+            pass
+        elif c == "'":
+            stack.append("$'" if script[i - 1:i] == "$" else "'")
+            depth.append(0)
+        elif c == '"':
+            stack.append('"')
+            depth.append(0)
+        elif top in ("$((", "((") and ahead[:2] == "))" and depth[-1] == 0:
+            stack.pop()
+            depth.pop()
+            step = 2
+        elif top == "[[" and ahead[:2] == "]]":
+            stack.pop()
+            depth.pop()
+            step = 2
+        elif command and ahead[:2] == "((" and re.search(r"(?:^|[\s;&|(])$", "".join(out)):
+            stack.append("((")
+            depth.append(0)
+            step = 2
+        elif command and ahead[:2] == "[[" and re.search(r"(?:^|[\s;&|(!])$", "".join(out)):
+            stack.append("[[")
+            depth.append(0)
+            step = 2
+        elif c == "(":
+            depth[-1] += 1
+        elif c == ")" and top == "$(" and depth[-1] == 0:
+            stack.pop()
+            depth.pop()
+        elif c == ")":
+            depth[-1] = max(depth[-1] - 1, 0)
+        elif len(stack) == 1 and ahead[:2] == "<<" and ahead != "<<<" and script[i - 1:i] != "<":
+            m = re.match(r"<<(-?)\s*(['\"]?)([^\s'\"<>;&|()]+)\2", script[i:])
+            if m:
+                heredocs.append((m.group(3), m.group(1) == "-"))
+                out.append(script[i:i + 2])
+                i += 2
+                continue
+        elif c == "\n" and heredocs and len(stack) == 1:
+            out.append(c)
+            in_heredoc = True
+            i += 1
+            continue
+        out.append(script[i:i + step])
+        i += step
     return "".join(out), env
+
+
+_CONTEXT_NAMES = {"'": "inside single quotes", '"': "inside double quotes", "$'": "inside $'...' quotes",
+                  "$((": "inside arithmetic $(( ))", "((": "inside arithmetic (( ))", "[[": "inside [[ ]]"}
 
 
 def check_shell_template(source: str) -> None:

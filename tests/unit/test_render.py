@@ -61,6 +61,10 @@ def test_shell_values_become_variables(renderer):
                    "ROCBUILD_VALUE_3": "gfx90a"}
     script, _ = renderer.shell("cat <<'EOF'\nplain\nEOF\necho ${{ arch }}", POS, "k")
     assert script.endswith('EOF\necho "${ROCBUILD_VALUE_1}"')
+    # a command substitution is a command again, inside double quotes too
+    script, _ = renderer.shell('echo "$(printf %s ${{ arch }})" `echo ${{ arch }}` $((1 + 2)) ${{ arch }}', POS, "k")
+    assert script == ('echo "$(printf %s "${ROCBUILD_VALUE_1}")" `echo "${ROCBUILD_VALUE_2}"` $((1 + 2)) '
+                      '"${ROCBUILD_VALUE_3}"')
 
 
 @pytest.mark.parametrize("script, where", [
@@ -71,8 +75,13 @@ def test_shell_values_become_variables(renderer):
     ("bash <<EOF\necho ${{ options.mode }}\nEOF", "inside a here-document"),
     ("python - <<-'END'\n\tprint(${{ options.mode }})\n\tEND", "inside a here-document"),
     ("eval ${{ options.mode }}", "after eval"),
-    ("bash -c ${{ options.mode }}", "after eval, -c or <<<"),
-    ("bash <<< ${{ options.mode }}", "after eval, -c or <<<"),
+    ("bash -c ${{ options.mode }}", "after eval, let, -c or <<<"),
+    ("bash <<< ${{ options.mode }}", "after eval, let, -c or <<<"),
+    ("let n=${{ options.mode }}", "after eval, let, -c or <<<"),
+    ("echo $(( ${{ options.mode }} + 1 ))", "inside arithmetic $(( ))"),
+    ("(( ${{ options.mode }} > 1 )) && echo big", "inside arithmetic (( ))"),
+    ("if [[ ${{ options.mode }} -eq 1 ]]; then echo one; fi", "inside [[ ]]"),
+    ("echo \"$(echo '${{ options.mode }}')\"", "inside single quotes"),
 ])
 def test_a_shell_value_where_it_could_become_code_is_refused(renderer, script, where):
     with pytest.raises(RecipeError, match="could become code") as info:
