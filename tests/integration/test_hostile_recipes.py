@@ -60,7 +60,9 @@ steps:
       cat <<EOF > two.txt
       literal $HOME
       EOF
-  - shell: for v in ${{ options.msg }} x; do printf '%s|' "$v"; done > three.txt; printf '%s\\n' "$(printf '%s' ${{ options.msg }})" > four.txt
+  - shell: |
+      for v in ${{ options.msg }} x; do printf '%s|' "$v"; done > three.txt
+      printf '%s\\n' "$(printf '%s' ${{ options.msg }})" > four.txt
 """, src)
     code, _, err = build(cli, tmp_path, r, rocm61, "--set", f"msg={payload}")
     assert code == 0, err
