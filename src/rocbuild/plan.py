@@ -25,7 +25,7 @@ from rocbuild.errors import RecipeError, UsageError
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
-from rocbuild.recipe.model import Entry, PatchKind, Recipe, StepKind, VerifyKind
+from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
 from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SourceSpec, check_ref
 
@@ -420,12 +420,12 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
         base_env.update(_ccache_env(host.ccache, (cache or cache_root()) / "ccache", work,
                                     base_env.get("PATH", os.environ.get("PATH", ""))))
     for name, cond in recipe.env:
-        if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
+        if _applies(r, cond):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
 
     def names(items: tuple[Any, ...]) -> tuple[str, ...]:
         return tuple(r.text(c.value, c.pos, c.pos.key) for c in items
-                     if r.condition(c.when, c.pos, f"{c.pos.key}.when"))
+                     if _applies(r, c))
 
     modules = names(recipe.requires.python)
     requirements = Requirements(
@@ -441,11 +441,11 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r)
     readable = _readable(recipe, host, work)
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
-                    if r.condition(e.when, e.pos, f"{e.pos.key}.when"))
+                    if _applies(r, e))
 
     steps = tuple(_step(entry, r, host, work) for entry in recipe.steps
-                  if r.condition(entry.when, entry.pos, f"{entry.pos.key}.when"))
-    entries = [e for e in recipe.verify if r.condition(e.when, e.pos, f"{e.pos.key}.when")]
+                  if _applies(r, entry))
+    entries = [e for e in recipe.verify if _applies(r, e)]
     opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
     verify: list[Check] = []
     if any(s.kind == "wheel" for s in steps):
@@ -457,6 +457,12 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
                 steps, tuple(verify), _local_label(recipe, host, r, local_version))
+
+
+def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:
+    """Whether an entry's `when:` renders to true; its errors point at the `when:` itself."""
+    pos = item.when_pos or item.pos
+    return r.condition(item.when, pos, pos.key if item.when_pos else f"{pos.key}.when")
 
 
 def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dict[str, str]:
@@ -600,7 +606,7 @@ def _python_alias(argv: list[str], host: Host) -> list[str]:
 def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
     env = {}
     for name, cond in entry.env:
-        if r.condition(cond.when, cond.pos, f"{cond.pos.key}.when"):
+        if _applies(r, cond):
             env[name] = r.text(cond.value, cond.pos, cond.pos.key)
     return env
 

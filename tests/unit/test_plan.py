@@ -151,3 +151,27 @@ def test_local_version(cli, rocm61, tmp_path, recipe_line, cli_args, expected):
     assert plan["local_version"] == expected
     # code-objects: false keeps the CUDA check but asks for no device code
     assert [(v["kind"], v["archs"]) for v in plan["verify"]] == [("code-objects", [])]
+
+
+@pytest.mark.parametrize("section, key, line", [
+    ("env:\n  X:\n    value: a\n    when: \"${{ jobs }}\"\n", "env.X.when", 8),
+    ("requires:\n  tools:\n    - name: cmake\n      when: \"${{ jobs }}\"\n", "requires.tools[0].when", 8),
+    ("patches:\n  - replace: {file: a, find: b, with: c}\n    when: \"${{ jobs }}\"\n", "patches[0].when", 7),
+])
+def test_a_when_error_points_at_the_when(cli, rocm61, tmp_path, section, key, line):
+    """D36: the message names the `when:` key and its line, not the value's."""
+    (tmp_path / "recipes").mkdir()
+    recipe = tmp_path / "recipes" / "demo.yaml"
+    recipe.write_text("schema: 1\nname: demo\nversion: '1.0'\nsource: {path: .}\n" + section
+                      + "steps:\n  - run: [echo]\n")
+    code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 2
+    assert err.startswith(f"{recipe}:{line}:") and f"error: {key}: `when` must render to true or false" in err, err
+
+
+def test_an_invalid_ref_is_refused_at_load_with_its_line(cli, tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("schema: 1\nname: r\nversion: '1'\nsource:\n  git: https://example.invalid/r.git\n"
+                      "  ref: ../x\nsteps:\n  - run: [echo]\n")
+    code, _, err = cli("recipes", "lint", recipe)
+    assert code == 2 and err.startswith(f"{recipe}:6:8: error: source.ref:"), err

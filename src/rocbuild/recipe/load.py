@@ -48,7 +48,7 @@ from rocbuild.recipe.model import (
     VerifyKind,
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
-from rocbuild.source import FULL_SHA_RE, GIT_URLS_ACCEPTED, git_url_problem
+from rocbuild.source import FULL_SHA_RE, GIT_URLS_ACCEPTED, check_ref, git_url_problem
 
 MAX_RECIPE_BYTES = 1 << 20
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -329,6 +329,9 @@ class _Loader:
             return "true" if value else "false"
         return self.tstring(value, _join(key, "when"), entry.value_marks["when"])
 
+    def when_at(self, entry: YMap, key: str) -> Position | None:
+        return self.pos(_join(key, "when"), entry.value_marks["when"]) if "when" in entry else None
+
     def env_map(self, value: Any, key: str, mark: Mark) -> tuple[tuple[str, Conditional], ...]:
         if not isinstance(value, YMap):
             raise self.error("expected a mapping of variable names to values", key, mark,
@@ -344,15 +347,15 @@ class _Loader:
                 raise self.error("this variable makes a shell, the dynamic loader, git or an interpreter run "
                                  "code that no command in the plan shows", ekey, kmark, value=name,
                                  accepted="variables that configure a build (CC, CXXFLAGS, CMAKE_*, HIP_*, PATH, ...)")
-            when = None
+            when, when_pos = None, None
             if isinstance(raw, YMap):
                 self.mapping(raw, ekey, vmark, {"value": True, "when": False})
-                when = self.when(raw, ekey)
+                when, when_pos = self.when(raw, ekey), self.when_at(raw, ekey)
                 vmark = raw.value_marks["value"]
                 raw = raw["value"]
                 ekey = _join(ekey, "value")
             text = self.tstring(raw, ekey, vmark)
-            out.append((name, Conditional(text, when, self.pos(ekey, vmark))))
+            out.append((name, Conditional(text, when, self.pos(ekey, vmark), when_pos)))
         return tuple(out)
 
     def names(self, value: Any, key: str, mark: Mark) -> tuple[Conditional, ...]:
@@ -360,12 +363,12 @@ class _Loader:
         out = []
         for i, item in enumerate(items):
             ikey, imark = f"{key}[{i}]", items.item_marks[i]
-            when = None
+            when, when_pos = None, None
             if isinstance(item, YMap):
                 self.mapping(item, ikey, imark, {"name": True, "when": False})
-                when = self.when(item, ikey)
+                when, when_pos = self.when(item, ikey), self.when_at(item, ikey)
                 item, imark, ikey = item["name"], item.value_marks["name"], _join(ikey, "name")
-            out.append(Conditional(self.tstring(item, ikey, imark), when, self.pos(ikey, imark)))
+            out.append(Conditional(self.tstring(item, ikey, imark), when, self.pos(ikey, imark), when_pos))
         return tuple(out)
 
     def entry_kind(self, item: Any, key: str, mark: Mark, kinds: tuple[KindT, ...],
@@ -487,6 +490,12 @@ class _Loader:
                                           "matched by a crafted commit)")
         # ref and commit may be templates (e.g. picked by an option); they are rendered when planning.
         ref = self.tstring(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
+        if ref is not None and not templating.is_template(ref):
+            try:
+                check_ref(ref, "source.ref")
+            except UsageError as exc:
+                raise self.error(exc.message, "source.ref", vm["ref"], value=ref,
+                                 accepted="a branch, tag or commit id, e.g. v0.28.1") from None
         git = self.string(src["git"], "source.git", vm["git"]) if "git" in src else None
         if git is not None and (problem := git_url_problem(git)) is not None:
             raise self.error(problem, "source.git", vm["git"], value=git, accepted=GIT_URLS_ACCEPTED)
@@ -623,7 +632,8 @@ class _Loader:
                 vm = m.value_marks
                 body = {"from": self.source_file(m["from"], f"{bkey}.from", vm["from"]),
                         "into": self.tree_path(m["into"], f"{bkey}.into", vm["into"])}
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark)))
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark),
+                             when_pos=self.when_at(entry, key)))
         return tuple(out)
 
     def tree_path(self, value: Any, key: str, mark: Mark) -> str:
@@ -679,7 +689,8 @@ class _Loader:
             if "cwd" in entry:
                 cwd = self.tstring(entry["cwd"], f"{key}.cwd", entry.value_marks["cwd"])
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd))
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd,
+                             when_pos=self.when_at(entry, key)))
         return tuple(out)
 
     def string_map(self, raw: Any, key: str, mark: Mark, key_re: re.Pattern[str], what: str, form: str,
@@ -750,7 +761,7 @@ class _Loader:
             body = self.verify_body(kind, entry, key)
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
             name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"]) if "name" in entry else None
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark),
+            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), when_pos=self.when_at(entry, key),
                              name=name or f"verify-{i + 1}", env=env))
         return tuple(out)
 

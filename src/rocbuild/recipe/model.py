@@ -34,6 +34,7 @@ class Conditional:
     value: Any
     when: str | None
     pos: Position
+    when_pos: Position | None = None  # where `when:` was written (errors in it point there)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class Entry(Generic[K]):
     name: str | None = None
     env: tuple[tuple[str, Conditional], ...] = ()
     cwd: str | None = None
+    when_pos: Position | None = None  # where `when:` was written (errors in it point there)
 
 
 @dataclass(frozen=True)
