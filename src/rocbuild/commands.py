@@ -13,7 +13,7 @@ from typing import Any
 
 from rocbuild import catalog, show
 from rocbuild.assemble import BuildRequest, assemble
-from rocbuild.build.engine import Engine
+from rocbuild.build.engine import Engine, check_until
 from rocbuild.build.workspace import claim
 from rocbuild.buildcache import BuildCache
 from rocbuild.detect.arch import detect_archs
@@ -47,6 +47,7 @@ def make_build_plan(args: argparse.Namespace, *, need_archs: bool = True) -> Pla
 
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = make_build_plan(args)
+    check_until(plan, args.until)
     if args.json:
         _dump(plan.to_json())
     else:

@@ -49,9 +49,14 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
     new_stem = f"{dist}-{new_version}"
     dest = dest_dir / f"{new_stem}-{'-'.join(rest)}.whl"
     dest_dir.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(src) as zin:
-        old_info = _dist_info(zin, src)
-        write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance))
+    try:
+        with zipfile.ZipFile(src) as zin:
+            old_info = _dist_info(zin, src)
+            write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, ValueError) as exc:
+        raise StepFailed(f"the build produced a damaged wheel {src}: {exc}",
+                         hint="the wheel step's build backend wrote a file that is not a whole wheel (zip with a "
+                              ".dist-info/WHEEL); see its log") from None
     return dest
 
 

@@ -90,13 +90,8 @@ class Engine:
 
     # -- entry points -------------------------------------------------------
 
-    def step_names(self) -> list[str]:
-        return ["prepare"] + [s.name for s in self.plan.steps]
-
     def check_until(self, until: str | None) -> None:
-        if until is not None and until not in self.step_names():
-            raise UsageError(f"--until {until!r}: no such step in {self.plan.recipe.name}",
-                             hint="steps: " + ", ".join(self.step_names()))
+        check_until(self.plan, until)
 
     def prepare(self, *, clean: bool = False) -> Path:
         return self.build(clean=clean, until="prepare", use_cache=False, check_host=False).tree
@@ -320,6 +315,13 @@ class Engine:
             self.progress.say(f"    build cache: not stored ({exc})")
         else:
             self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+
+
+def check_until(plan: Plan, until: str | None) -> None:
+    """--until names `prepare` or one of the plan's steps (as `plan` and `build` both check)."""
+    names = ["prepare"] + [s.name for s in plan.steps]
+    if until is not None and until not in names:
+        raise UsageError(f"--until {until!r}: no such step in {plan.recipe.name}", hint="steps: " + ", ".join(names))
 
 
 def _ran(fp: str) -> str:

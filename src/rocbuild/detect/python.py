@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -33,12 +34,15 @@ def find_python(option: str | None = None) -> PythonInfo:
     exe = shutil.which(option) or option
     if not Path(exe).is_file() or not os.access(exe, os.X_OK):
         raise UsageError(f"--python {option}: no such executable", hint="give a path or a name on PATH, e.g. python3.11")
-    proc = query_process([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+    proc = query_process([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=30)
     if isinstance(proc, str):
         raise UsageError(f"--python {option}: cannot run it ({proc})")
     version = proc.stdout.strip()
-    if proc.exit_code != 0 or not version:
-        raise UsageError(f"--python {option}: not a working Python interpreter")
+    if proc.exit_code != 0 or not re.fullmatch(r"3\.\d{1,3}", version):
+        shown = version[:60] or "nothing"
+        raise UsageError(f"--python {option}: not a working Python 3 interpreter (asked for its version, it "
+                         f"answered {shown!r} with exit code {proc.exit_code})",
+                         hint="give the path of a python3 executable, e.g. ~/venv/bin/python")
     major, minor = version.split(".")
     return PythonInfo(str(Path(exe).absolute()), version, f"cp{major}{minor}")
 

@@ -15,6 +15,7 @@ import fnmatch
 import os
 import re
 import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -166,6 +167,9 @@ def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
 def _inspect_input(path: Path) -> InputFindings:
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
+    if not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise UsageError(f"{path}: not a regular file (a device, FIFO or socket is never read)",
+                         hint="give .whl files, shared libraries (.so) or folders holding them")
     if path.is_dir():
         found = InputFindings(str(path), "folder")
         for file in sorted(_walk(path)):
@@ -283,7 +287,7 @@ def _walk(root: Path) -> Iterator[Path]:
     for dirpath, _, files in os.walk(root):
         for name in files:
             p = Path(dirpath) / name
-            if p.is_file() and not p.is_symlink():
+            if not p.is_symlink() and stat.S_ISREG(p.lstat().st_mode):  # never a FIFO, which would block
                 yield p
 
 
