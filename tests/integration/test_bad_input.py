@@ -21,7 +21,7 @@ source:
   path: {src}
 steps:
   - name: wheel
-    run: [python, -c, "import os; os.makedirs('dist', exist_ok=True); open('dist/broken-1.0-py3-none-any.whl', 'wb').write(b'PK not a zip')"]
+    run: [python, -c, "print('a step')"]
   - name: pack
     wheel: {{}}
 verify:
@@ -50,7 +50,8 @@ def test_a_damaged_built_wheel_is_a_step_failure_naming_it(cli, tmp_path, rocm61
     r.write_text(f"schema: 1\nname: recorder\nversion: '1.0'\nsource: {{path: {src}}}\nsteps:\n"
                  "  - wheel: {}\n"
                  "  - name: damage\n"
-                 "    run: [python, -c, \"import glob; [open(w, 'r+b').truncate(100) for w in glob.glob(\\\"${{ dist }}/wheel/*.whl\\\")]\"]\n"
+                 "    run: [python, -c, \"import glob, sys; [open(w, 'r+b').truncate(100) for w in glob.glob(sys.argv[1])]\",\n"
+                 "          \"${{ dist }}/wheel/*.whl\"]\n"
                  "verify:\n  - code-objects: false\n")
     code, _, err = cli("build", r, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w",
                        "--out", tmp_path / "wheelhouse")
