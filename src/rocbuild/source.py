@@ -61,6 +61,11 @@ class GitSource:
         cmds = [
             ["git", "clone", "--mirror", self.url, self.mirror],
             ["git", "-C", self.mirror, "fetch", "--prune", "origin"],
+        ]
+        if self.ref is not None and self.commit is None:  # a tag the mirror has: did it move upstream?
+            cmds.append(["git", "-C", self.mirror, "ls-remote", "origin", f"refs/tags/{self.ref}",
+                         f"refs/tags/{self.ref}^{{}}"])
+        cmds += [
             ["git", "clone", "--shared", "--no-checkout", self.mirror, dest],
             ["git", "-C", dest, "checkout", "--detach", ref],
         ]

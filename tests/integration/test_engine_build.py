@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, make_git_repo, tree_digest
+from tests.conftest import DATA, git, make_git_repo, tree_digest
 
 PROJECT = DATA / "projects" / "tiny"
 
@@ -197,3 +197,19 @@ def test_missing_source_path_is_a_clear_error(cli, tmp_path, rocm61):
     code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
     assert code == 2
     assert f"source folder {tmp_path / 'no-such-dir'} does not exist" in err and "Traceback" not in err
+
+
+def test_a_tag_moved_upstream_is_refused_though_the_mirror_has_it(cli, tmp_path, repo, rocm61):
+    """D31: the mirror's v1.0 is not fetched again; one ls-remote shows upstream moved it."""
+    recipe = write_recipe(tmp_path, repo)
+    code, _, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 0, err
+    upstream = repo[0]
+    (upstream / "tiny.c").write_text((upstream / "tiny.c").read_text() + "\n/* something else */\n")
+    git(upstream, "commit", "-qam", "other code")
+    git(upstream, "tag", "-f", "v1.0")
+    moved = git(upstream, "rev-parse", "HEAD")
+    code, _, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w2")
+    assert code == 1, err
+    assert f"tag v1.0 of {upstream} moved" in err and repo[1] in err and moved in err
+    assert not (tmp_path / "w2" / "src").exists()

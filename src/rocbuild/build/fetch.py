@@ -70,12 +70,43 @@ def resolve_git(spec: GitSource, log: Log) -> tuple[str, bool]:
     if sha is None:
         raise StepFailed(f"{spec.url} has no branch, tag or commit {want!r}",
                          hint="check the recipe's source.ref or the --ref you gave")
+    if not downloaded and spec.commit is None and spec.ref is not None and f"refs/tags/{spec.ref}" in \
+            {r.path for r in repo.references}:
+        _check_tag_unmoved(repo, spec, sha, log)
     if spec.commit is not None and sha != spec.commit:
         raise StepFailed(
             f"source.ref {want!r} of {spec.url} resolves to {sha}, but the recipe pins commit {spec.commit}",
             hint="upstream moved the ref (or the pin is wrong): check the tag, then fix `commit:` in the recipe",
         )
     return sha, downloaded
+
+
+def _check_tag_unmoved(repo: git.Repo, spec: GitSource, sha: str, log: Log) -> None:
+    """A tag the mirror already holds is not fetched again, so ask the remote (one ls-remote) whether it
+    still points where the mirror says: a tag moved upstream builds something else under the same name."""
+    from git.exc import GitCommandError
+
+    tag = f"refs/tags/{spec.ref}"
+    _command(log, ["git", "-C", str(spec.mirror), "ls-remote", "origin", tag, tag + "^{}"])
+    try:
+        answer = str(repo.git.ls_remote("origin", tag, tag + "^{}"))
+    except GitCommandError as exc:
+        log(f"warning: could not ask {spec.url} whether tag {spec.ref} moved ({_git_message(exc)}); "
+            f"using the mirror's {sha[:12]}")
+        return
+    remote = {}
+    for line in answer.splitlines():
+        commit, _, name = line.partition("\t")
+        remote[name] = commit
+    there = remote.get(tag + "^{}") or remote.get(tag)
+    if there is None:
+        log(f"warning: {spec.url} no longer has tag {spec.ref}; using the mirror's {sha[:12]}")
+    elif there != sha:
+        raise StepFailed(
+            f"tag {spec.ref} of {spec.url} moved: the mirror has {sha}, the remote now has {there}",
+            hint="a moved tag builds other code under the same name. If the move is intended, remove the mirror "
+                 f"{spec.mirror} (it is downloaded again); either way, pin the commit you trust with "
+                 "`commit:` in the recipe or `rocbuild lock`")
 
 
 def checkout_git(spec: GitSource, sha: str, dest: Path, log: Log) -> None:
