@@ -45,6 +45,13 @@ CASES = {
     "bad_torch_flavour.yaml": (7, 10, ["requires.torch: unknown torch flavour", "value: 'cuda'", "accepted: rocm"]),
     "bad_links.yaml": (11, 11, ["verify[0].code-objects.links[0]: not a library name", "'amdhip64.so'"]),
     "wheel_recipe_without_steps.yaml": (1, 1, ["missing required key 'steps'", "output: tree"]),
+    "nul_in_string.yaml": (7, 19, ["steps[0].run[1]: contains a NUL character"]),
+    "date_value.yaml": (6, 8, ["source.ref: expected a string, not a date", "value: '2024-01-01'", "quote it"]),
+    "shell_value_in_quotes.yaml": (9, 12, ["steps[0].shell:", "inside double quotes could become code"]),
+    "env_runs_code.yaml": (7, 3, ["env.BASH_ENV: this variable makes a shell", "run code"]),
+    "git_transport_helper.yaml": (5, 8, ["source.git: git transport helpers", "accepted: https://"]),
+    "patch_leaves_tree.yaml": (7, 21, ["patches[0].replace.file: leaves the source tree"]),
+    "template_statement.yaml": (7, 19, ["statements (${% ... %}) are not available"]),
 }
 
 

@@ -276,7 +276,7 @@ class _Loader:
             # What was written, not what YAML made of it: `ref: 1.10` is not 1.1.
             return str(getattr(value, "raw", str(value)))
         if not isinstance(value, str):  # a date, bytes (!!binary), a set: not something a recipe writes
-            raise self.error(f"expected {what}", key, mark, value=_show(value),
+            raise self.error(f"expected {what}, not a {type(value).__name__}", key, mark, value=str(value),
                              accepted=what + " (quote it to keep YAML from reading it as a date or other type)")
         if "\0" in value:
             raise self.error("contains a NUL character, which no command, path or file can hold", key, mark,
