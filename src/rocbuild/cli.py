@@ -157,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output went away (`| head`): nothing more to say
         _quiet_stdout()
         return 0
+    except OSError as exc:  # the machine, not the input: a full disk, a folder that vanished, no permission
+        where = f" ({exc.filename})" if exc.filename else ""
+        _say(f"error: {exc.strerror or exc}{where}\n  free space or fix the folder, then run the same command "
+             "again: finished steps are kept")
+        return 1
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)

@@ -18,8 +18,8 @@ SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # The transports a recipe may fetch from: web, ssh (URL or scp-like user@host:path), git, local files.
 GIT_URL_RE = re.compile(
-    r"^(?:(?:https?|ssh|git)://(?:[^@/\s]+@)?[A-Za-z0-9[][A-Za-z0-9.:\[\]-]*(?:/\S*)?"
-    r"|file://\S+|[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:\S+|/\S*)$", re.IGNORECASE)
+    r"^(?:(?:https?|ssh|git)://(?:[A-Za-z0-9_][^@/\s]*@)?[A-Za-z0-9[][A-Za-z0-9.:\[\]-]*(?:/\S*)?"
+    r"|file://\S+|[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:\S+|/\S*)$", re.IGNORECASE)
 GIT_URLS_ACCEPTED = "https://, http://, ssh://, git://, file:// URLs, user@host:path, or an absolute path"
 
 

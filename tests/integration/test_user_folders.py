@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,20 @@ def test_fifos_and_sockets_in_a_source_folder_are_skipped_not_read(cli, tmp_path
     assert code == 0, err
     assert "skipped" in err and "pipe" in err
     assert (tmp_path / "w" / "src" / "notes.txt").is_file() and not (tmp_path / "w" / "src" / "pipe").exists()
+
+
+def test_a_full_work_folder_is_an_error_not_a_traceback(tmp_path, rocm61, user_tree):
+    """The work folder on a real 64 KiB tmpfs (a private mount namespace): the source copy cannot fit."""
+    (user_tree / "big.bin").write_bytes(os.urandom(300_000))
+    work = tmp_path / "w"
+    work.mkdir()
+    argv = [sys.executable, "-m", "rocbuild", "build", str(recipe_for(tmp_path, user_tree)), "--arch", "gfx90a",
+            "--rocm", str(rocm61), "--work", str(work), "--out", str(tmp_path / "wheelhouse")]
+    script = 'mount -t tmpfs -o size=64k tmpfs "$WORK" || exit 99; exec "$@"'
+    env = dict(os.environ, WORK=str(work), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    ns = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-Urm"]
+    full = subprocess.run([*ns, "sh", "-c", script, "sh", *argv], env=env, capture_output=True, text=True)
+    assert full.returncode == 1, full.stderr
+    assert "No space left on device" in full.stderr and "Traceback" not in full.stderr
+    assert (user_tree / "big.bin").stat().st_size == 300_000  # the source is only read
