@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
-from rocbuild.proc import Interrupted, raise_interrupted
+from rocbuild.interrupts import Interrupted, raise_interrupted
 
 COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci")
 

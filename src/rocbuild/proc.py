@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -48,23 +47,6 @@ class StepRunner(Protocol):
     def keep_open(self, fd: int) -> None:
         """Let every command started from now on inherit `fd` (the work folder's lock)."""
         ...
-
-
-class Interrupted(KeyboardInterrupt):
-    """rocbuild was asked to stop (Ctrl-C, SIGTERM, SIGHUP); `signum` decides the exit code (128 + signum)."""
-
-    def __init__(self, signum: int = signal.SIGINT):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
-
-def raise_interrupted(signum: int, frame: object) -> None:
-    """A signal handler: SIGTERM and SIGHUP stop a build the way Ctrl-C does."""
-    raise Interrupted(signum)
 
 
 def command_text(argv: Sequence[str] | None, shell: str | None) -> str:
