@@ -34,7 +34,7 @@ demo: system-deps setup
 	@wheel="$$($(BIN)/rocbuild hello-hip --arch $(DEMO_ARCH) --out wheelhouse)" && \
 	  echo && echo "wheel: $$wheel" && \
 	  $(BIN)/python -m zipfile -l "$$wheel" && echo && \
-	  $(BIN)/rocbuild verify "$$wheel" --arch $(DEMO_ARCH)
+	  $(BIN)/rocbuild verify -v "$$wheel" --arch $(DEMO_ARCH)
 
 # The whole suite: unit, integration (real git, cmake, make, pip, hipcc) and
 # the network tests that download the Horovod 0.28.1 sdist from PyPI. Tests

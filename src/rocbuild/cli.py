@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="WHEEL", help="wheels, shared libraries or folders")
     p.add_argument("--arch", help="gfx target(s) that must be covered (default: this machine's GPUs)")
     p.add_argument("--all-files", action="store_true", help="list every ELF file, not only the relevant ones")
+    p.add_argument("--files", action="append", default=[], metavar="GLOB",
+                   help="judge only files matching GLOB (repeatable; e.g. the ROCm part of a multi-backend wheel)")
+    p.add_argument("--allow-cuda", action="store_true", help="CUDA libraries are noted, not failures")
+    p.add_argument("--deep", action="store_true",
+                   help="decompress every compressed bundle in full to check its size (slower)")
+    p.add_argument("-v", "--verbose", action="store_true", help="every bundle entry and code object, not one line per file")
     p.add_argument("--json", action="store_true", help="per-file findings as JSON")
 
     p = sub.add_parser("doctor", help="preflight checks of ROCm, GPUs, device access, torch and installed "

@@ -16,7 +16,7 @@ from rocbuild.assemble import BuildRequest, assemble
 from rocbuild.build.engine import Engine, check_until
 from rocbuild.build.workspace import claim
 from rocbuild.buildcache import BuildCache
-from rocbuild.detect.arch import detect_archs
+from rocbuild.detect.arch import detect_archs, parse_arch_list
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm
 from rocbuild.errors import RecipeError, UsageError
@@ -186,18 +186,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from rocbuild.verify.check import verify_paths
     from rocbuild.verify.text import format_verdict
 
-    detection = detect_archs(args.arch)
-    archs = detection.archs
     if args.arch is not None:
-        source = "--arch"
+        archs, source = parse_verify_archs(args.arch), "--arch"
     else:
+        detection = detect_archs(None)
+        archs = detection.archs
         source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
-    verdict = verify_paths([Path(p) for p in args.paths], archs, source)
+    verdict = verify_paths([Path(p) for p in args.paths], archs, source, only=tuple(args.files),
+                           allow_cuda=args.allow_cuda, require_device_code=False, deep=args.deep)
     if args.json:
         _dump(verdict.to_json())
     else:
-        print(format_verdict(verdict, quiet_files=not args.all_files))
+        print(format_verdict(verdict, quiet_files=not args.all_files, verbose=args.verbose))
     return 0 if verdict.ok else 1
+
+
+def parse_verify_archs(text: str) -> list[str]:
+    """--arch for verify: build targets as for build, plus generic ISAs (gfx11-generic), any letter case."""
+    from rocbuild.verify.bundles import GENERIC_MEMBERS
+
+    items = [a.strip().lower() for a in text.split(",") if a.strip()]
+    generic = [a for a in items if a.split(":")[0] in GENERIC_MEMBERS]
+    rest = [a for a in items if a not in generic]
+    return generic + (parse_arch_list(",".join(rest)) if rest else [])
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

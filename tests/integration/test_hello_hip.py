@@ -75,7 +75,7 @@ def test_hello_hip_end_to_end(cli, tmp_path, label):
         assert "no HIP device here" in result.stdout
 
     # `rocbuild verify` on the result agrees, and reads the provenance back.
-    code, out, _ = cli("verify", wheel, "--arch", ARCHS)
+    code, out, _ = cli("verify", "-v", wheel, "--arch", ARCHS)
     assert code == 0 and "built by rocbuild" in out and "hipv4-amdgcn-amd-amdhsa--gfx1030" in out
 
     # A second run resumes: nothing is compiled again; --local-version none drops the label.

@@ -82,7 +82,7 @@ def test_missing_arch_fails_naming_it(cli, libs):
     assert "libone.so" in report["problems"][0] and "gfx1030" in report["problems"][0]
     assert report["inputs"][0]["files"][0]["coverage"] == {"gfx90a": "gfx90a", "gfx1030": "missing"}
     # and the text form says the same to a person
-    code, out, _ = cli("verify", libs["one"], "--arch", "gfx90a,gfx1030")
+    code, out, _ = cli("verify", "-v", libs["one"], "--arch", "gfx90a,gfx1030")
     assert code == 1 and "gfx1030: MISSING" in out and "FAILED" in out
 
 

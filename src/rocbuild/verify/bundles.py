@@ -25,6 +25,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +49,17 @@ GENERIC_MEMBERS = {
     "gfx9-4-generic": ("gfx940", "gfx941", "gfx942", "gfx950"),
     "gfx10-1-generic": ("gfx1010", "gfx1011", "gfx1012", "gfx1013"),
     "gfx10-3-generic": ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"),
-    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+                      "gfx1154"),
+    "gfx11-7-generic": ("gfx1170", "gfx1171", "gfx1172"),
     "gfx12-generic": ("gfx1200", "gfx1201"),
+    "gfx12-5-generic": ("gfx1250", "gfx1251"),
+    "gfx13-generic": ("gfx1310",),
 }
+# Set by `verify --deep`: decompress every compressed bundle in full to check its size against its header.
+# Otherwise only as much is decompressed as the bundle header needs (its entries and their sizes).
+deep_check: ContextVar[bool] = ContextVar("deep_check", default=False)
+ZSTD_FEED = 1 << 16  # zstd returns all it can make of its input at once: feed it little
 
 # What bundles are read from: a file mapped into memory, or bytes.
 Buf = bytes | bytearray | mmap.mmap
@@ -173,24 +182,27 @@ def parse_compressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundle:
     if total is not None and (total < header or at + total > end):
         raise BundleError(f"CCOB v{version} says {total} bytes, only {end - at} are there")
     data_end = end if total is None else at + total
-    head, produced, consumed = _decompress_head(METHODS[method], buf[at + header:data_end])
-    if produced != raw_size:
+    # v1 says nothing of its compressed length: the stream must be read to its end to know the extent.
+    whole = deep_check.get() or total is None
+    head, produced, consumed = _decompress_head(METHODS[method], buf[at + header:data_end], raw_size, whole)
+    if whole and produced != raw_size:
         raise BundleError(f"CCOB {METHODS[method]} data decompresses to {produced} bytes, header says {raw_size}")
-    # Only the front of a large bundle is kept; its header is there, and
-    # entry bounds are checked against the whole decompressed size.
+    # Only the front of a bundle is decompressed (and kept); its header is there, and entry bounds are
+    # checked against the decompressed size the CCOB header gives.
     inner = parse_uncompressed(head, 0, raw_size)
     size = total if total is not None else header + consumed
     return Bundle(at, size, inner.entries, METHODS[method], version)
 
 
-def _decompress_head(method: str, data: Buf) -> tuple[bytes, int, int]:
-    """Stream through compressed data in chunks (constant memory for any size).
+def _decompress_head(method: str, data: Buf, raw_size: int, whole: bool) -> tuple[bytes, int, int]:
+    """Stream through compressed data in bounded chunks (constant memory for any size).
 
-    Returns its first bytes (where the bundle header is), the decompressed
-    size, and how many compressed bytes the stream used."""
+    Returns the first bytes (where the bundle header is), the decompressed size, and how many
+    compressed bytes the stream used. Unless `whole`, it stops as soon as the header parses."""
     keep = bytearray()
     produced = fed = 0
     mv = memoryview(data)
+    feed = CHUNK if method == "zlib" else ZSTD_FEED
     try:
         # zlib's and zstandard's decompressors share the calls made here (eof, unconsumed_tail, decompress),
         # not a type; zstandard's decompress takes no size limit (it returns up to its own window).
@@ -200,18 +212,31 @@ def _decompress_head(method: str, data: Buf) -> tuple[bytes, int, int]:
             if tail:
                 chunk = tail
             elif fed < len(mv):
-                chunk = mv[fed:fed + CHUNK]
+                chunk = mv[fed:fed + feed]
                 fed += len(chunk)
             else:
                 break
             out = d.decompress(chunk, CHUNK) if method == "zlib" else d.decompress(chunk)
             produced += len(out)
+            before = len(keep)
             keep += out[: max(0, KEEP - len(keep))]
+            if not whole and len(keep) > before and _header_complete(bytes(keep), raw_size):
+                return bytes(keep), produced, fed
     except (zlib.error, zstandard.ZstdError) as exc:
         raise BundleError(f"{method} data does not decompress: {exc}") from None
     if not d.eof:
         raise BundleError(f"{method} data is truncated")
     return bytes(keep), produced, fed - len(d.unused_data)
+
+
+def _header_complete(front: bytes, raw_size: int) -> bool:
+    if len(front) < len(MAGIC) + 8:
+        return False
+    try:
+        parse_uncompressed(front, 0, raw_size)
+    except BundleError as exc:
+        return "truncated" not in str(exc) and "runs past" not in str(exc)
+    return True
 
 
 def find_bundles(buf: Buf, start: int = 0, end: int | None = None, *, strict: bool = True

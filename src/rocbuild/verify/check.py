@@ -4,14 +4,22 @@ Rules:
 - an ELF that needs a CUDA library fails (it was built against CUDA);
 - an ELF that carries device code must carry it for every requested arch;
 - an input (wheel, library, folder) with no device code anywhere fails when
-  archs were requested: that is the silent CPU-only build;
+  archs were requested: that is the silent CPU-only build. One that links or
+  loads the ROCm runtime but ships no kernels (a JIT compiler, runtime
+  bindings) is said to be that, and fails only where device code is required
+  (rocbuild's own builds);
+- device code is an offload bundle (in any section), an AMDGPU code object
+  embedded in a library's data, or a code object / bundle file of its own;
+  the ROCm runtime's own helper kernels do not count;
 - `device_code_in` globs name files that must exist and carry device code;
 - `links` names libraries those files (else every file with device code) must need (DT_NEEDED).
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import mmap
 import os
 import re
 import shutil
@@ -25,9 +33,9 @@ from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from rocbuild.errors import UsageError
-from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, find_bundles
-from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
+from rocbuild.errors import HostNotReady, UsageError
+from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, deep_check, find_bundles
+from rocbuild.verify.elf import ELF_MAGIC, RUNTIME_LIB, RUNTIME_NAMES, ElfInfo, inspect_elf
 from rocbuild.wheels import read_provenance
 
 
@@ -37,23 +45,34 @@ class FileFindings:
     info: ElfInfo
     coverage: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth knowing, not a failure (a leaked build path)
+    judged: bool = True  # False: outside --files, listed only
 
     @property
     def targets(self) -> list[str]:
         seen: list[str] = []
-        for _, bundle in self.info.bundles:
-            for t in bundle.targets:
-                if str(t) not in seen:
-                    seen.append(str(t))
+        for t in self.info.targets:
+            if str(t) not in seen:
+                seen.append(str(t))
         return seen
+
+    @property
+    def finds_rocm(self) -> str:
+        return rocm_search(self.info.runpath or self.info.rpath)
 
     def to_json(self) -> dict[str, Any]:
         i = self.info
         return {
             "path": self.path, "machine": i.machine, "soname": i.soname, "needed": i.needed,
-            "cuda": i.cuda, "rocm": i.rocm, "targets": self.targets, "coverage": self.coverage,
+            "cuda": i.cuda, "rocm": i.rocm, "rocm_majors": i.rocm_majors, "loads": i.loads,
+            "rpath": i.rpath, "runpath": i.runpath, "finds_rocm": self.finds_rocm,
+            "targets": self.targets, "coverage": self.coverage,
             "bundles": [{"section": s, **b.to_json()} for s, b in i.bundles],
-            "problems": self.problems,
+            "code_objects": [{"section": s, "offset": co.offset, "size": co.size,
+                              "target": str(co.target) if co.target else None, "mach": co.mach,
+                              "code_object_version": co.code_object_version} for s, co in i.code_objects],
+            "runtime_kernels": i.runtime_kernels, "judged": self.judged,
+            "problems": self.problems, "notes": self.notes,
         }
 
 
@@ -63,11 +82,12 @@ class InputFindings:
     kind: str  # wheel | elf | folder | bundle
     files: list[FileFindings] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     provenance: dict[str, Any] | None = None  # what rocbuild recorded when it built this wheel
 
     @property
     def has_device_code(self) -> bool:
-        return any(f.info.bundles for f in self.files)
+        return any(f.info.has_device_code for f in self.files if f.judged)
 
     def all_problems(self) -> list[str]:
         out = []
@@ -78,7 +98,7 @@ class InputFindings:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
-                "provenance": self.provenance,
+                "provenance": self.provenance, "notes": self.notes,
                 "files": [f.to_json() for f in self.files], "problems": self.all_problems()}
 
 
@@ -113,16 +133,62 @@ def parse_targets(archs: list[str]) -> list[TargetId]:
 
 def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch",
                  device_code_in: tuple[str, ...] = (), links: tuple[str, ...] = (),
-                 rocm_major: int | None = None) -> Verdict:
-    """`rocm_major`: the major of the ROCm the inputs were built with, when the caller knows it."""
+                 rocm_major: int | None = None, *, only: tuple[str, ...] = (), allow_cuda: bool = False,
+                 require_device_code: bool = True, deep: bool = False) -> Verdict:
+    """`rocm_major`: the major of the ROCm the inputs were built with, when the caller knows it.
+    `only`: globs of the files to judge (a multi-backend wheel's ROCm part); the rest are listed.
+    `require_device_code`: False lets a package that links or loads the ROCm runtime but ships no
+    kernels (a JIT compiler, runtime bindings) pass, said as such."""
     targets = parse_targets(archs)
     inputs = []
-    for path in paths:
-        found = _inspect_input(Path(path))
-        _judge(found, targets, device_code_in, links)
-        judge_rocm_majors(found, rocm_major)
-        inputs.append(found)
+    token = deep_check.set(deep)
+    try:
+        for path in paths:
+            inputs.append(_verify_one(Path(path), targets, device_code_in, links, rocm_major, only, allow_cuda,
+                                      require_device_code))
+    finally:
+        deep_check.reset(token)
     return Verdict(list(archs), archs_from, inputs)
+
+
+def _verify_one(path: Path, targets: list[TargetId], device_code_in: tuple[str, ...], links: tuple[str, ...],
+                rocm_major: int | None, only: tuple[str, ...], allow_cuda: bool, require: bool) -> InputFindings:
+    found = _inspect_input(path)
+    for f in found.files:
+        f.judged = not only or any(fnmatch.fnmatch(f.path, g) for g in only)
+    _judge(found, targets, device_code_in, links, allow_cuda=allow_cuda, require=require)
+    judge_rocm_majors(found, rocm_major)
+    return found
+
+
+# Where a library looks for ROCm (its RUNPATH, else RPATH): how each entry reads.
+_PINNED_ROCM = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
+# Absolute paths that exist only on the machine that built the wheel.
+_BUILD_PATH = re.compile(r"^/(?:root|home|tmp|project|build|builds|github|__w|work|workspace|src|var/lib/buildkite"
+                         r"|opt/conda/conda-bld|io)(?:/|$)")
+
+
+def rocm_search(paths: list[str]) -> str:
+    """How a library finds the ROCm libraries it needs, in words."""
+    if not paths:
+        return "no RPATH/RUNPATH: the system's library path (ldconfig, LD_LIBRARY_PATH)"
+    kinds = []
+    for entry in paths:
+        if "_rocm_sdk_core" in entry or "_rocm_sdk_libraries" in entry:
+            kinds.append(f"AMD's pip ROCm ({entry})")
+        elif m := _PINNED_ROCM.match(entry):
+            kinds.append(f"a pinned ROCm {m.group(1)} ({entry})")
+        elif entry.startswith("/opt/rocm"):
+            kinds.append(f"/opt/rocm ({entry})")
+        elif entry.startswith("$ORIGIN") or entry.startswith("${ORIGIN}"):
+            kinds.append(f"inside the package ({entry})")
+        else:
+            kinds.append(entry)
+    return "; ".join(kinds)
+
+
+def leaked_build_paths(paths: list[str]) -> list[str]:
+    return [p for p in paths if _BUILD_PATH.match(p)]
 
 
 LABEL_MAJOR = re.compile(r"(?:^|[.])rocm(\d+)(?:[.]\d+)?(?:[.]|$)")
@@ -173,20 +239,19 @@ def _inspect_input(path: Path) -> InputFindings:
     if path.is_dir():
         found = InputFindings(str(path), "folder")
         for file in sorted(_walk(path)):
-            if _head(file) == ELF_MAGIC:
-                found.files.append(inspect_file(str(file.relative_to(path)), file))
+            f = inspect_any(str(file.relative_to(path)), file, _head(file))
+            if f is not None:
+                found.files.append(f)
         return found
     head = _head(path)
-    if head == ELF_MAGIC:
-        found = InputFindings(str(path), "elf")
-        found.files.append(inspect_file(str(path), path))
-        return found
-    if zipfile.is_zipfile(path):
+    if head != ELF_MAGIC and zipfile.is_zipfile(path):
         return _inspect_wheel(path)
-    if head in (MAGIC[:4], CCOB_MAGIC):
-        return _inspect_bundle_file(path)
-    raise UsageError(f"{path}: not a wheel, an ELF file, a folder or an offload bundle",
-                     hint="give .whl files, shared libraries (.so) or folders holding them")
+    f = inspect_any(str(path), path, head)
+    if f is None:
+        raise UsageError(f"{path}: not a wheel, an ELF file, a folder, an offload bundle or a code object",
+                         hint="give .whl files, shared libraries (.so), .co/.hsaco files or folders holding them")
+    kind = "bundle" if f.info.machine == "offload bundle" else "code object" if f.info.machine == "EM_AMDGPU" else "elf"
+    return InputFindings(str(path), kind, files=[f])
 
 
 def _inspect_wheel(path: Path) -> InputFindings:
@@ -197,38 +262,64 @@ def _inspect_wheel(path: Path) -> InputFindings:
                 if member.is_dir():
                     continue
                 with zf.open(member) as fh:
-                    if fh.read(4) != ELF_MAGIC:
-                        continue
-                # Extract one ELF at a time: large libraries are scanned through mmap, not held in memory.
+                    head = fh.read(4)
+                if head != ELF_MAGIC and head not in BUNDLE_HEADS:
+                    continue
+                # Extract one file at a time: large libraries are scanned through mmap, not held in memory.
                 target = Path(tmp) / "member"
-                with zf.open(member) as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                found.files.append(inspect_file(member.filename, target))
+                _check_room(Path(tmp), member, path)
+                try:
+                    with zf.open(member) as src, open(target, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                except OSError as exc:
+                    if exc.errno == errno.ENOSPC:
+                        _no_room(Path(tmp), member, path)
+                    raise
+                f = inspect_any(member.filename, target, head)
+                if f is not None:
+                    found.files.append(f)
                 target.unlink()
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise UsageError(f"{path}: cannot read the wheel: {exc}") from None
+    except HostNotReady:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+        raise UsageError(f"{path}: not a readable wheel (zip): {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the wheel: {exc.strerror or exc}") from None
     found.provenance = read_provenance(path)
     return found
 
 
-def _inspect_bundle_file(path: Path) -> InputFindings:
-    found = InputFindings(str(path), "bundle")
-    data = path.read_bytes()
-    info = ElfInfo(machine="offload bundle")
-    bundles, problems = find_bundles(data, 0, len(data), strict=True)
-    info.bundles = [("(file)", b) for b in bundles]
-    info.problems = problems
-    found.files.append(FileFindings(str(path), info, problems=list(problems)))
-    return found
+def _check_room(tmp: Path, member: zipfile.ZipInfo, wheel: Path) -> None:
+    """A member is extracted to read it: say where and how much room that needs before trying."""
+    if shutil.disk_usage(tmp).free < member.file_size + (16 << 20):
+        _no_room(tmp, member, wheel)
 
 
-def judge_file(f: FileFindings, targets: list[TargetId]) -> None:
+def _no_room(tmp: Path, member: zipfile.ZipInfo, wheel: Path) -> None:
+    free = shutil.disk_usage(tmp).free
+    raise HostNotReady(
+        f"{wheel}: reading {member.filename} needs {member.file_size / (1 << 20):.0f} MiB of temporary space "
+        f"in {tmp.parent}, which has {free / (1 << 20):.0f} MiB free",
+        hint="point TMPDIR at a folder with more room, e.g. TMPDIR=/var/tmp rocbuild verify ...") from None
+
+
+def judge_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> None:
     """One ELF file's own rules: no CUDA library; its device code (if any) covers every target."""
+    leaked = leaked_build_paths(f.info.runpath or f.info.rpath)
+    if leaked:
+        f.notes.append(f"its {'RUNPATH' if f.info.runpath else 'RPATH'} holds build-machine paths "
+                       f"({', '.join(leaked)}): harmless where they do not exist, a hijack risk where they do")
+    if not f.judged:
+        return
     for lib in f.info.cuda:
+        if allow_cuda:
+            f.notes.append(f"links the CUDA library {lib} (allowed by --allow-cuda)")
+            continue
         f.problems.append(f"links the CUDA library {lib}: it was built against CUDA, not ROCm "
-                          "(for a torch extension: a CUDA torch was in the build environment)")
-    if f.info.bundles:
-        have = [t for _, b in f.info.bundles for t in b.targets]
+                          "(for a torch extension: a CUDA torch was in the build environment; for a "
+                          "multi-backend wheel, scope the check with --files or --allow-cuda)")
+    if f.info.has_device_code and f.info.machine != "EM_AMDGPU":  # code object files are judged together
+        have = f.info.targets
         for wanted in targets:
             ok, why = covers(have, wanted)
             f.coverage[str(wanted)] = why if ok else "missing"
@@ -237,37 +328,79 @@ def judge_file(f: FileFindings, targets: list[TargetId]) -> None:
 
 
 def inspect_file(shown: str, path: Path) -> FileFindings:
-    info = inspect_elf(path)
+    info = inspect_elf(path, shown)
     return FileFindings(shown, info, problems=list(info.problems))
 
 
+def inspect_bundle(shown: str, path: Path) -> FileFindings:
+    """A raw offload bundle file (`hipcc --genco` writes one), read through mmap."""
+    info = ElfInfo(machine="offload bundle")
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        bundles, problems = find_bundles(mm, 0, len(mm), strict=True)
+    info.bundles = [("(file)", b) for b in bundles]
+    info.problems = problems
+    return FileFindings(shown, info, problems=list(problems))
+
+
+def inspect_any(shown: str, path: Path, head: bytes) -> FileFindings | None:
+    """The findings for a file by its first bytes: an ELF (host library or code object) or a bundle."""
+    if head == ELF_MAGIC:
+        return inspect_file(shown, path)
+    if head in BUNDLE_HEADS and path.stat().st_size > 0:
+        return inspect_bundle(shown, path)
+    return None
+
+
 def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...],
-           links: tuple[str, ...] = ()) -> None:
+           links: tuple[str, ...] = (), *, allow_cuda: bool = False, require: bool = True) -> None:
     for f in found.files:
-        judge_file(f, targets)
-    if targets and not found.has_device_code:
-        n = len(found.files)
-        if found.kind in ("elf", "bundle"):
-            what = "carries no HIP device code (no offload bundle)"
-        elif n:
-            what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle"
+        judge_file(f, targets, allow_cuda=allow_cuda)
+    judged = [f for f in found.files if f.judged]
+    # One code object holds one target: a package ships one file per target, judged together (with any
+    # other device code of the package, which its loader may pick from as well).
+    loose = [f for f in judged if f.info.machine == "EM_AMDGPU" and f.info.has_device_code]
+    if loose:
+        have = [t for f in judged for t in f.info.targets]
+        for wanted in targets:
+            ok, why = covers(have, wanted)
+            if not ok:
+                found.problems.append(f"its {len(loose)} code object file(s) have {why}; rebuild with --arch "
+                                      f"including {wanted}")
+    unreadable = any("unreadable offload bundle" in p or "not a readable ELF" in p for f in judged for p in f.problems)
+    if targets and not found.has_device_code and not unreadable:  # an unreadable bundle is its own cause
+        runtime = sorted({lib for f in judged for lib in list(f.info.rocm) + f.info.loads
+                          if RUNTIME_LIB.match(lib) or lib in RUNTIME_NAMES_TEXT})
+        n = len(judged)
+        if runtime:
+            what = (f"ships no GPU kernels of its own, but {'links' if any(f.info.rocm for f in judged) else 'loads'}"
+                    f" the ROCm runtime ({', '.join(runtime)}): a runtime binding or JIT compiler needs no kernels")
+            if require:
+                found.problems.append(f"{what}; this build was meant to carry device code for "
+                                      f"{', '.join(map(str, targets))} (was the HIP backend of the project enabled?)")
+            else:
+                found.notes.append(what + f"; nothing to check for {', '.join(map(str, targets))}")
         else:
-            what = "holds no ELF file at all, so no HIP device code"
-        found.problems.append(
-            f"{what}, but {', '.join(map(str, targets))} requested: a CPU-only build "
-            "(was the HIP/ROCm backend of the project enabled?)")
+            if found.kind in ("elf", "bundle"):
+                what = "carries no HIP device code (no offload bundle, no code object)"
+            elif n:
+                what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle or a code object"
+            else:
+                what = "holds no ELF file at all, so no HIP device code"
+            found.problems.append(
+                f"{what}, and nothing in it links the ROCm runtime, but {', '.join(map(str, targets))} requested: "
+                "a CPU-only build (was the HIP/ROCm backend of the project enabled?)")
     named: list[FileFindings] = []  # files the globs name, in the order found
     for pattern in device_code_in:
         matched = [f for f in found.files if fnmatch.fnmatch(f.path, pattern)]
         if not matched:
             found.problems.append(f"no ELF file matches {pattern!r}, which must carry device code")
         for f in matched:
-            if not f.info.bundles:
+            if not f.info.has_device_code:
                 f.problems.append(f"carries no device code (it matches {pattern!r}, which must)")
             if f not in named:
                 named.append(f)
     if links:
-        linked = named if device_code_in else [f for f in found.files if f.info.bundles]
+        linked = named if device_code_in else [f for f in found.files if f.info.has_device_code and f.judged]
         for f in linked:
             for lib in links:
                 if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed):
@@ -298,5 +431,9 @@ def _head(path: Path) -> bytes:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
 
+
+# The first four bytes of an offload bundle file, uncompressed or CCOB-compressed.
+BUNDLE_HEADS = (MAGIC[:4], CCOB_MAGIC)
+RUNTIME_NAMES_TEXT = tuple(n.decode() for n in RUNTIME_NAMES)
 
 __all__ = ["BundleError", "FileFindings", "InputFindings", "Verdict", "verify_paths"]

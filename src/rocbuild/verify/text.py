@@ -7,7 +7,8 @@ from typing import Any
 from rocbuild.verify.check import FileFindings, Verdict
 
 
-def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
+def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool = True) -> str:
+    """`verbose`: every bundle entry and where each file finds ROCm; otherwise one line per file."""
     lines = []
     if verdict.archs:
         lines.append(f"archs: {', '.join(verdict.archs)} (from {verdict.archs_from})")
@@ -19,9 +20,14 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
             lines.append("  " + _provenance_line(found.provenance))
         shown = [f for f in found.files if not quiet_files or _interesting(f)]
         for f in shown:
+            if not verbose:
+                lines.append(f"  {_file_summary(f)}")
+                continue
             if f.path != found.path:
                 lines.append(f"  {f.path}")
             lines += ["    " + line for line in _file_lines(f)]
+        lines += [f"  note: {n}" for n in found.notes]
+        lines += [f"  note: {f.path}: {n}" for f in found.files for n in f.notes]
         hidden = len(found.files) - len(shown)
         if hidden:
             lines.append(f"  ({hidden} more ELF file(s) with no device code and no ROCm or CUDA library)")
@@ -32,7 +38,7 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True) -> str:
         lines.append(f"FAILED: {len(problems)} problem(s)")
         lines += [f"  - {p}" for p in problems]
     else:
-        n = sum(1 for i in verdict.inputs for f in i.files if f.info.bundles)
+        n = sum(1 for i in verdict.inputs for f in i.files if f.info.has_device_code)
         lines.append(f"ok: {n} file(s) with device code"
                      + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
                      + "; nothing links CUDA")
@@ -51,7 +57,39 @@ def _provenance_line(p: dict[str, Any]) -> str:
 
 
 def _interesting(f: FileFindings) -> bool:
-    return bool(f.info.bundles or f.info.cuda or f.info.rocm or f.problems)
+    return bool(f.info.has_device_code or f.info.cuda or f.info.rocm or f.info.loads or f.problems or f.notes)
+
+
+def _targets_by_count(f: FileFindings) -> str:
+    counts: dict[str, int] = {}
+    for t in f.info.targets:
+        counts[str(t)] = counts.get(str(t), 0) + 1
+    return ", ".join(f"{t}" + (f" x{n}" if n > 1 else "") for t, n in sorted(counts.items()))
+
+
+def _file_summary(f: FileFindings) -> str:
+    """One line: device code by target, ROCm libraries (and their major), how ROCm is found."""
+    i = f.info
+    parts = []
+    if i.has_device_code:
+        where = sorted({s for s, _ in i.bundles} | {s for s, _ in i.code_objects})
+        parts.append(f"device code {_targets_by_count(f)} (in {', '.join(where)})")
+    else:
+        parts.append("no device code")
+    if i.runtime_kernels:
+        parts.append(f"{i.runtime_kernels} runtime helper kernels (not counted)")
+    if i.rocm:
+        majors = sorted(set(i.rocm_majors.values()))
+        parts.append(f"links {', '.join(i.rocm)}" + (f" (ROCm {', '.join(map(str, majors))})" if majors else ""))
+    if i.loads:
+        parts.append(f"loads {', '.join(i.loads)}")
+    if i.cuda:
+        parts.append(f"CUDA: {', '.join(i.cuda)}")
+    if i.rocm or i.loads or i.has_device_code:
+        parts.append(f"finds ROCm: {f.finds_rocm}")
+    if not f.judged:
+        parts.append("not judged (outside --files)")
+    return f"{f.path}: " + "; ".join(parts)
 
 
 def _file_lines(f: FileFindings) -> list[str]:
@@ -61,12 +99,27 @@ def _file_lines(f: FileFindings) -> list[str]:
     out.append(f"ROCm libraries: {rocm or 'none'}")
     if i.cuda:
         out.append(f"CUDA libraries: {', '.join(i.cuda)}")
+    if i.rpath or i.runpath:
+        out.append(f"{'RUNPATH' if i.runpath else 'RPATH'}: {':'.join(i.runpath or i.rpath)}")
+    if i.rocm or i.loads or i.has_device_code:
+        out.append(f"finds ROCm: {f.finds_rocm}")
+    if i.loads:
+        out.append(f"loads at run time (dlopen): {', '.join(i.loads)}")
     for section, bundle in i.bundles:
         how = f"{bundle.compression}-compressed (CCOB v{bundle.compressed_version})" if bundle.compression else "uncompressed"
         out.append(f"offload bundle in {section} at {bundle.offset:#x}, {how}:")
         for e in bundle.entries:
             out.append(f"  {e.id}  ({e.size} bytes)")
-    if not i.bundles:
+    by_place: dict[str, list[str]] = {}
+    for section, co in i.code_objects:
+        by_place.setdefault(section, []).append(co.describe())
+    for section, names in by_place.items():
+        counts = {n: names.count(n) for n in sorted(set(names))}
+        out.append(f"code objects in {section}: " + ", ".join(f"{n}" + (f" x{c}" if c > 1 else "")
+                                                               for n, c in counts.items()))
+    if i.runtime_kernels:
+        out.append(f"{i.runtime_kernels} code objects of the ROCm runtime's own (helper kernels; not counted)")
+    if not i.has_device_code:
         out.append("device code: none")
     for arch, how in f.coverage.items():
         out.append(f"{arch}: {'MISSING' if how == 'missing' else 'ok (' + how + ')'}")
