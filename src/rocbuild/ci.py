@@ -87,7 +87,7 @@ def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tupl
                                  "reason": f"{name} requires ROCm {recipe.requires.rocm}"})
                 continue
             archs = given_archs or _default_archs(rocm)
-            torch_index = rocm_torch_index(RocmVersion(rocm)) if recipe.requires.torch else ""
+            torch_index = (rocm_torch_index(RocmVersion(rocm)) or "") if recipe.requires.torch else ""
             sets = [(a,) for a in archs] if split_arch else [tuple(archs)]
             for python in pythons:
                 for group in sets:

@@ -6,7 +6,9 @@ are stand-in trees; the venv and the extension modules in it are real.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 
 import pytest
 
@@ -200,3 +202,53 @@ def test_text_report_shows_fixes_and_exit_code(cli, tmp_path, rocm61):
 def test_bad_arguments_exit_2(cli, args, fragment):
     code, out, err = cli("doctor", *args)
     assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def test_a_system_python_gets_a_venv_not_pip_into_it(cli, tmp_path, rocm61):
+    """PEP 668: Debian's /usr/bin/python3 refuses `pip install`; the fix makes a venv."""
+    system = "/usr/bin/python3"
+    if not os.path.exists(system) or not glob.glob("/usr/lib/python3*/EXTERNALLY-MANAGED"):
+        pytest.skip("no PEP 668 system Python here")  # Debian 12's python3 (as in CI) is one
+    root = make_machine(tmp_path / "root", [GFX1030])
+    _, checks, _ = doctor(cli, "--sysfs", root, "--rocm", rocm61, "--python", system)
+    fix = checks["torch"]["fix"]
+    assert fix.startswith(f"{system} -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install torch"), fix
+    assert "--force-reinstall" not in fix and "rocm6.1" in fix
+
+
+def test_a_rocm_pytorch_does_not_serve_gets_no_index(cli, tmp_path):
+    root = make_machine(tmp_path / "root", [GFX1030])
+    rocm52 = make_rocm_tree(tmp_path / "opt", "5.2.0")
+    python, _ = make_venv(tmp_path / "venv", "cpu")
+    _, checks, _ = doctor(cli, "--sysfs", root, "--rocm", rocm52, "--python", python)
+    fix = checks["torch"]["fix"]
+    assert "PyTorch publishes no ROCm 5.2 wheels" in fix and "download.pytorch.org" not in fix
+
+
+def test_a_cpu_torch_is_not_said_to_link_cuda(cli, tmp_path, rocm61):
+    root = make_machine(tmp_path / "root", [GFX1100])
+    python, _ = make_venv(tmp_path / "venv", "cpu")
+    _, checks, _ = doctor(cli, "--sysfs", root, "--rocm", rocm61, "--python", python)
+    message = checks["torch"]["message"]
+    assert "no GPU code" in message and "link CUDA" not in message
+
+
+@pytest.mark.parametrize("os_release, fragment", [
+    ('ID=debian\nVERSION_CODENAME=forky\n', "-t experimental librccl-dev"),
+    ('ID=debian\nVERSION_ID="13"\nVERSION_CODENAME=trixie\n', "apt-get install librccl-dev (RCCL 5.4"),
+    ('ID=debian\nVERSION_ID="12"\nVERSION_CODENAME=bookworm\n', "Debian 12 packages no RCCL"),
+    ('ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\n', "on Ubuntu 22.04.5 LTS: rccl-dev from AMD"),
+])
+def test_the_rccl_hint_fits_the_distribution_release(cli, tmp_path, rocm_venv, os_release, fragment):
+    root = make_machine(tmp_path / "root", [GFX1030])
+    (root / "etc" / "os-release").write_text(os_release)
+    rocm = make_rocm_tree(tmp_path / "opt", "6.4.0", packages=("hip", "hipblas"))
+    _, checks, _ = doctor(cli, "--sysfs", root, "--rocm", rocm, "--python", rocm_venv[0])
+    assert checks["rccl-headers"]["status"] == "warn" and fragment in checks["rccl-headers"]["fix"]
+
+
+def test_a_kfd_node_called_ip_discovery_is_not_a_gpu_name(cli, tmp_path, rocm61, rocm_venv):
+    root = make_machine(tmp_path / "root", [GFX1030])
+    (root / "sys/class/kfd/kfd/topology/nodes/1/name").write_text("ip discovery\n")
+    _, checks, _ = doctor(cli, "--sysfs", root, "--rocm", rocm61, "--python", rocm_venv[0])
+    assert "ip discovery" not in json.dumps(checks["gpus"])

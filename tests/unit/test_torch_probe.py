@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rocbuild.detect.rocm import RocmVersion
-from rocbuild.detect.torch import TorchInfo, parse_probe, rocm_torch_index
+from rocbuild.detect.torch import TorchInfo, parse_probe, rocm_torch_index, rocm_torch_install
 
 
 @pytest.mark.parametrize("version, hip, cuda, flavour, rocm", [
@@ -34,7 +34,20 @@ def test_probe_output_with_noise_before_it():
 
 @pytest.mark.parametrize("rocm, index", [
     ("6.1.2", "rocm6.1"), ("6.2.0", "rocm6.2"), ("6.2.4", "rocm6.2.4"), ("6.4.1", "rocm6.4"),
-    ("7.1.0", "rocm7.0"), ("5.7.1", "rocm5.7"), ("5.2", "rocm7.0"),
+    ("7.1.0", "rocm7.0"), ("5.7.1", "rocm5.7"),
 ])
 def test_index_is_the_newest_not_above_the_system_release(rocm, index):
-    assert rocm_torch_index(RocmVersion(rocm)).endswith("/" + index)
+    assert (rocm_torch_index(RocmVersion(rocm)) or "").endswith("/" + index)
+
+
+def test_no_index_for_a_rocm_pytorch_does_not_serve():
+    """A ROCm 5.2 host (Debian 12) has no PyTorch index: the fix says so instead of pointing at rocm7.0."""
+    assert rocm_torch_index(RocmVersion("5.2")) is None
+    fix = rocm_torch_install("/usr/bin/python3", RocmVersion("5.2"))
+    assert "PyTorch publishes no ROCm 5.2 wheels" in fix and "index-url" not in fix
+
+
+def test_a_system_python_gets_a_venv_command():
+    fix = rocm_torch_install("/usr/bin/python3", RocmVersion("6.4.3"), externally_managed=True)
+    assert fix.startswith("/usr/bin/python3 -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install torch")
+    assert "--index-url https://download.pytorch.org/whl/rocm6.4" in fix and "PEP 668" in fix

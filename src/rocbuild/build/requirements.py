@@ -63,7 +63,8 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
 def _torch_problems(plan: Plan, env: PythonEnv | None, log: Path) -> list[str]:
     """A CUDA or CPU torch in the target python would make a CUDA-linked or CPU-only extension."""
     python = plan.host.python.executable
-    install = rocm_torch_install(python, plan.host.rocm.version)
+    install = rocm_torch_install(python, plan.host.rocm.version,
+                                 externally_managed=bool(env is not None and env.externally_managed))
     if env is None:
         return [f"cannot read the torch of {python} (see {log})"]
     if env.torch is None:

@@ -30,7 +30,8 @@ KNOWN_TARGETS = frozenset(
     "gfx600 gfx601 gfx602 gfx700 gfx701 gfx702 gfx703 gfx704 gfx705 gfx801 gfx802 gfx803 gfx805 gfx810 "
     "gfx900 gfx902 gfx904 gfx906 gfx908 gfx909 gfx90a gfx90c gfx940 gfx941 gfx942 gfx950 "
     "gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 gfx1031 gfx1032 gfx1033 gfx1034 gfx1035 gfx1036 "
-    "gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1152 gfx1153 gfx1200 gfx1201 gfx1250 gfx1251".split())
+    "gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1152 gfx1153 gfx1154 gfx1170 gfx1171 gfx1172 "
+    "gfx1200 gfx1201 gfx1250 gfx1251 gfx1310".split())
 
 
 @dataclass
@@ -214,6 +215,9 @@ def read_sysfs(root: Path, notes: list[str] | None = None) -> list[Gpu]:
         try:
             name = (node / "name").read_text().strip()
         except OSError:
+            name = ""
+        # Newer kernels name every KFD node "ip discovery" (how the driver found the IP blocks): not a GPU name.
+        if name.lower() in ("ip discovery", "") or not any(c.isalpha() for c in name):
             name = ""
         gpus.append(Gpu(gfx=gfx, target_id=gfx, marketing_name=name, source="sysfs", node=node.name))
     return gpus

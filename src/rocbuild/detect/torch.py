@@ -32,6 +32,9 @@ for d in dirs:
     if d and os.path.isdir(d) and os.path.realpath(d) not in [os.path.realpath(s) for s in seen]:
         seen.append(d)
 out["site_packages"] = seen
+# PEP 668: a distribution's Python refuses pip installs outside a virtual environment.
+stdlib = sysconfig.get_paths().get("stdlib") or ""
+out["externally_managed"] = sys.prefix == sys.base_prefix and os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED"))
 spec = importlib.util.find_spec("torch")
 if spec is not None and spec.submodule_search_locations:
     root = list(spec.submodule_search_locations)[0]
@@ -103,6 +106,7 @@ class PythonEnv:
     version: str
     site_packages: list[str] = field(default_factory=list)
     torch: TorchInfo | None = None
+    externally_managed: bool = False  # PEP 668: pip installs only into a virtual environment
 
 
 def _local(version: str | None) -> str:
@@ -125,7 +129,8 @@ def parse_probe(text: str) -> PythonEnv:
             return value if isinstance(value, str) and value else None
 
         torch = TorchInfo(t["path"], text_field("__version__"), text_field("hip"), text_field("cuda"), t.get("error"))
-    return PythonEnv(data["executable"], data["python"], list(data.get("site_packages", [])), torch)
+    return PythonEnv(data["executable"], data["python"], list(data.get("site_packages", [])), torch,
+                     bool(data.get("externally_managed")))
 
 
 def probe_argv(python: str) -> tuple[str, ...]:
@@ -146,21 +151,31 @@ def probe_python(python: str) -> PythonEnv | str:
         return f"{python} gave no usable answer to the probe ({exc})"
 
 
-def rocm_torch_index(rocm: RocmVersion | None) -> str:
-    """The PyTorch wheel index for a ROCm build matching `rocm`: the newest one not above it,
-    same major; the newest there is when the ROCm release is unknown or older than all."""
+def rocm_torch_index(rocm: RocmVersion | None) -> str | None:
+    """The PyTorch wheel index for a ROCm build matching `rocm`: the newest one not above it, same
+    major; the newest there is when the ROCm release is unknown; None when PyTorch publishes none
+    for that release (a torch for another ROCm major would not load against it)."""
     def key(name: str) -> tuple[int, ...]:
         return tuple(int(x) for x in name.split("."))
 
-    if rocm is not None:
-        release = (rocm.major, rocm.minor, rocm.micro)
-        same_major = [n for n in TORCH_ROCM_INDEXES if key(n)[0] == rocm.major and key(n) <= release]
-        if same_major:
-            return INDEX_URL.format(max(same_major, key=key))
-    return INDEX_URL.format(TORCH_ROCM_INDEXES[-1])
+    if rocm is None:
+        return INDEX_URL.format(TORCH_ROCM_INDEXES[-1])
+    release = (rocm.major, rocm.minor, rocm.micro)
+    same_major = [n for n in TORCH_ROCM_INDEXES if key(n)[0] == rocm.major and key(n) <= release]
+    return INDEX_URL.format(max(same_major, key=key)) if same_major else None
 
 
-def rocm_torch_install(python: str, rocm: RocmVersion | None) -> str:
-    """The command that replaces the target python's torch with a ROCm build."""
-    return (f"{python} -m pip install --force-reinstall torch torchvision torchaudio "
-            f"--index-url {rocm_torch_index(rocm)}")
+def rocm_torch_install(python: str, rocm: RocmVersion | None, *, externally_managed: bool = False) -> str:
+    """The command that gives the target python a ROCm torch: pip from the matching PyTorch index (in
+    a new virtual environment when that Python refuses pip, PEP 668), or why there is none."""
+    index = rocm_torch_index(rocm)
+    if index is None:
+        shown = f"{rocm.major}.{rocm.minor}" if rocm is not None else "?"
+        return (f"PyTorch publishes no ROCm {shown} wheels (its ROCm indexes: "
+                f"{', '.join('rocm' + n for n in TORCH_ROCM_INDEXES)}); install one of those ROCm releases "
+                "(or build torch from source against this one)")
+    pip = "torch torchvision torchaudio --index-url " + index
+    if externally_managed:
+        return (f"{python} -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install {pip}  ({python} is "
+                "managed by the system (PEP 668); then give rocbuild --python ~/rocm-venv/bin/python)")
+    return f"{python} -m pip install --force-reinstall {pip}"

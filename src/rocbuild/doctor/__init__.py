@@ -11,6 +11,7 @@ from typing import Any
 from rocbuild.detect.arch import base_gfx, detect_archs
 from rocbuild.detect.rocm import find_rocm
 from rocbuild.detect.torch import probe_python
+from rocbuild.doctor import facts
 from rocbuild.doctor.facts import IGPU_ARCHS
 from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
 from rocbuild.doctor.model import STATUSES, Check, Identity
@@ -38,7 +39,7 @@ def run_doctor(inputs: Inputs) -> list[Check]:
     amd_host = bool(detection.gpus) or rocm is not None
     wsl = is_wsl(machine, {} if inputs.root else inputs.environ)
 
-    checks = rocm_checks(rocm, problem, bool(detection.gpus))
+    checks = rocm_checks(rocm, problem, bool(detection.gpus), facts.read_os_release(machine))
     checks += gpu_checks(detection, rocm)
     checks += access_checks(machine, inputs.identity, wsl, expect_gpu=bool(detection.gpus))
     checks.append(wsl_check(wsl))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from pathlib import Path
 
 # Official Linux GPU support per ROCm release, from AMD's "System requirements
 # (Linux)" pages (rocm.docs.amd.com, compatibility matrix) for each release:
@@ -71,3 +72,43 @@ def recipe_for(path: str) -> str | None:
         if fnmatch.fnmatchcase(path, pattern):
             return recipe
     return None
+
+
+def read_os_release(root: Path) -> dict[str, str]:
+    """The distribution's /etc/os-release (or /usr/lib/os-release) under `root`, and Debian's
+    /etc/debian_version as DEBIAN_VERSION (it tells sid from testing)."""
+    out: dict[str, str] = {}
+    for name in ("etc/os-release", "usr/lib/os-release"):
+        try:
+            text = (root / name).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                out[key.strip()] = value.strip().strip('"')
+        break
+    try:
+        out["DEBIAN_VERSION"] = (root / "etc/debian_version").read_text(errors="replace").strip()
+    except OSError:
+        pass
+    return out
+
+
+def rccl_install_hint(release: dict[str, str]) -> str:
+    """How to get RCCL's headers on this distribution release (Debian's archive as of Nov 2026)."""
+    distro, version = release.get("ID", ""), release.get("VERSION_ID", "")
+    amd = "rccl-dev from AMD's ROCm apt repository (repo.radeon.com), matching the installed ROCm"
+    if distro == "debian":
+        if version == "12":
+            return f"Debian 12 packages no RCCL: install {amd}"
+        if version == "13":
+            return "apt-get install librccl-dev (RCCL 5.4, built for Debian 13's ROCm)"
+        if not version:  # testing or sid
+            return ("sid's librccl-dev (RCCL 5.4) does not install next to sid's ROCm 6.4; RCCL 7.2.4 is in "
+                    "experimental, with ROCm 7.2: apt-get install -t experimental librccl-dev (and the rest of "
+                    "ROCm from experimental)")
+    if distro == "ubuntu" and version[:2].isdigit() and int(version[:2]) >= 24:
+        return f"apt-get install librccl-dev (Ubuntu {version}'s), or {amd}"
+    name = release.get("PRETTY_NAME") or distro or "this system"
+    return f"on {name}: {amd}"

@@ -15,7 +15,9 @@ JOIN_GROUPS = "sudo usermod -aG render,video $USER   # then log out and in again
 CONTAINER_FLAGS = "--device=/dev/kfd --device=/dev/dri --group-add video --security-opt seccomp=unconfined"
 
 
-def rocm_checks(rocm: Rocm | None, problem: str | None, amd_gpu: bool) -> list[Check]:
+def rocm_checks(rocm: Rocm | None, problem: str | None, amd_gpu: bool,
+                release: dict[str, str] | None = None) -> list[Check]:
+    """`release`: the distribution's os-release fields (the RCCL hint depends on them)."""
     if rocm is None:
         why = problem or "no ROCm found (ROCM_PATH, ROCM_HOME, hipcc on PATH, /opt/rocm, /usr)"
         status = "fail" if amd_gpu or problem else "warn"
@@ -69,8 +71,7 @@ def rocm_checks(rocm: Rocm | None, problem: str | None, amd_gpu: bool) -> list[C
     else:
         out.append(Check("rccl-headers", "warn", f"no RCCL headers under {rocm.include_dir or rocm.path}: "
                          "NCCL-style builds (Horovod with NCCL ops) cannot find rccl",
-                         "install RCCL: apt-get install rccl-dev (AMD's ROCm repository) or librccl-dev "
-                         "(Debian 13, Ubuntu 24.04)"))
+                         "install RCCL: " + facts.rccl_install_hint(release or {})))
     return out
 
 

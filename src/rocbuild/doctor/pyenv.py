@@ -25,7 +25,7 @@ SKIP_TOP = ("torch", "nvidia", "torch.libs")
 
 def torch_checks(env: PythonEnv, rocm: Rocm | None, amd_host: bool) -> list[Check]:
     py = env.executable
-    install = rocm_torch_install(py, rocm.version if rocm else None)
+    install = rocm_torch_install(py, rocm.version if rocm else None, externally_managed=env.externally_managed)
     torch = env.torch
     if torch is None:
         status = "warn" if amd_host else "skip"
@@ -37,6 +37,9 @@ def torch_checks(env: PythonEnv, rocm: Rocm | None, amd_host: bool) -> list[Chec
         first = Check("torch", "ok", torch.describe(), details=details)
     elif torch.flavour == "unknown":
         first = Check("torch", "warn", torch.describe(), f"reinstall torch: {install}", details)
+    elif amd_host and torch.flavour == "cpu":
+        first = Check("torch", "fail", f"{torch.describe()}: it cannot use any GPU (torch.cuda.is_available() "
+                      "== False), and extensions built against it get no GPU code", install, details)
     elif amd_host:
         symptoms = ("ImportError: libcudart.so / libc10_cuda.so, 'no kernel image is available', or "
                     "torch.cuda.is_available() == False on an AMD GPU")
