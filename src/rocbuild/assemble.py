@@ -51,8 +51,8 @@ def assemble(request: BuildRequest) -> Plan:
     detection = detect_archs(request.arch)
     # A tree recipe compiles nothing for a GPU, so it needs no target.
     archs = detection.archs if recipe.output == "tree" or not request.need_archs else require_archs(detection)
-    rocm = require_rocm(find_rocm(request.rocm))
     python = find_python(request.python)
+    rocm = require_rocm(find_rocm(request.rocm, python=python.executable))
     env = request.environ
     host = Host(
         archs=tuple(archs), rocm=rocm, python=python, jobs=request.jobs or default_jobs(),

@@ -237,8 +237,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
         rocminfo_file=Path(args.rocminfo) if args.rocminfo else None,
         sysfs_root=Path(args.sysfs) if args.sysfs else None,
     )
-    rocm = find_rocm(args.rocm)
     python = find_python(args.python)
+    rocm = find_rocm(args.rocm, python=python.executable)
     if args.json:
         data = detection.to_json()
         data["rocm"] = rocm.to_json() if rocm else None

@@ -411,7 +411,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     ctx["ref"] = effective_ref or ""
 
     base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
-    if host.rocm.layout == "rocm":
+    if host.rocm.layout in ("rocm", "pip"):  # AMD's trees put hipcc in bin/
         rocm_bin = str(host.rocm.path / "bin")
         path = os.environ.get("PATH", "")
         if rocm_bin not in path.split(os.pathsep):

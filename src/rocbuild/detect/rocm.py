@@ -84,7 +84,7 @@ class Rocm:
     version: RocmVersion | None
     version_source: str
     found_by: str
-    layout: str  # "rocm" (AMD's own tree) or "distro" (packages under /usr)
+    layout: str  # "rocm" (AMD's own tree), "distro" (packages under /usr) or "pip" (AMD's rocm-sdk packages)
     cmake_roots: list[Path] = field(default_factory=list)
     cmake_hip_dir: Path | None = None  # holds FindHIP.cmake and the FindHIP/ folder
     hip_lang_dir: Path | None = None
@@ -143,7 +143,7 @@ def _looks_like_rocm(p: Path) -> bool:
     )
 
 
-def _candidates(option: str | None, environ: dict[str, str]) -> list[tuple[Path, str, bool]]:
+def _candidates(option: str | None, environ: dict[str, str], python: str | None) -> list[tuple[Path, str, bool]]:
     """(prefix, how it was found, explicit?) in order of preference."""
     out: list[tuple[Path, str, bool]] = []
     if option:
@@ -151,6 +151,9 @@ def _candidates(option: str | None, environ: dict[str, str]) -> list[tuple[Path,
     for var in ("ROCM_PATH", "ROCM_HOME"):
         if environ.get(var):
             out.append((Path(environ[var]), var, True))
+    sdk = _pip_rocm_root(python, environ) if python else None
+    if sdk is not None:
+        out.append((sdk, "rocm-sdk path --root (AMD's Python packages of ROCm)", False))
     hipcc = shutil.which("hipcc", path=environ.get("PATH"))
     if hipcc:
         out.append((Path(os.path.realpath(hipcc)).parent.parent, "hipcc on PATH", False))
@@ -159,9 +162,22 @@ def _candidates(option: str | None, environ: dict[str, str]) -> list[tuple[Path,
     return out
 
 
-def find_rocm(option: str | None = None, environ: dict[str, str] | None = None) -> Rocm | None:
+def _pip_rocm_root(python: str, environ: dict[str, str]) -> Path | None:
+    """The ROCm that AMD's Python packages (rocm-sdk) put in the target python's environment, if any."""
+    tool = Path(python).parent / "rocm-sdk"
+    if not (tool.is_file() and os.access(tool, os.X_OK)):
+        return None
+    answer = probe_tool([str(tool), "path", "--root"], environ)
+    line = answer.strip().splitlines()[-1].strip() if answer and answer.strip() else ""
+    return Path(line) if line.startswith("/") else None
+
+
+def find_rocm(option: str | None = None, environ: dict[str, str] | None = None, *,
+              python: str | None = None) -> Rocm | None:
+    """`python`: the target python; a ROCm installed into its environment by AMD's Python packages
+    (`rocm-sdk`) is found before the system's."""
     environ = dict(os.environ if environ is None else environ)
-    for prefix, how, explicit in _candidates(option, environ):
+    for prefix, how, explicit in _candidates(option, environ, python):
         if _looks_like_rocm(prefix):
             return inspect_prefix(prefix, how, environ)
         if explicit:
@@ -185,7 +201,10 @@ def require_rocm(rocm: Rocm | None) -> Rocm:
 
 def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm:
     prefix = Path(prefix)
-    layout = "distro" if prefix.resolve() in (Path("/usr"), Path("/usr/local")) else "rocm"
+    if "_rocm_sdk" in str(prefix):  # AMD's Python packages: site-packages/_rocm_sdk_devel, _rocm_sdk_core
+        layout = "pip"
+    else:
+        layout = "distro" if prefix.resolve() in (Path("/usr"), Path("/usr/local")) else "rocm"
     multiarch = sorted(p for p in (prefix / "lib").glob("*-linux-gnu*") if p.is_dir()) if (prefix / "lib").is_dir() else []
     cmake_roots = [prefix / "lib" / "cmake", prefix / "lib64" / "cmake"] + [m / "cmake" for m in multiarch]
     cmake_roots += [prefix / "share" / "cmake"]

@@ -33,7 +33,7 @@ def run_doctor(inputs: Inputs) -> list[Check]:
     machine = inputs.root or Path("/")
     detection = detect_archs(None, rocminfo_file=inputs.rocminfo, sysfs_root=inputs.root, environ=inputs.environ)
     try:
-        rocm, problem = find_rocm(inputs.rocm, inputs.environ), None
+        rocm, problem = find_rocm(inputs.rocm, inputs.environ, python=inputs.python or sys.executable), None
     except HostNotReady as exc:  # ROCM_PATH set to something that is not ROCm: a finding, not a crash
         rocm, problem = None, exc.message
     amd_host = bool(detection.gpus) or rocm is not None
