@@ -5,6 +5,9 @@
   (b) cached rebuild vs cold build of the bundled hello-hip wheel
   (c) second fetch of a git repository (from the mirror) vs the first clone
   (d) `rocbuild --help` start-up time
+  (e) `rocbuild verify` of a library-sized zstd-compressed offload bundle (CCOB v3, 8 targets, 2 GiB
+      when decompressed, as a multi-arch MinSizeRel build makes): wall time and peak memory, and the
+      same with --deep, which decompresses everything
 
 (a) takes the median of three interleaved pairs of runs, start-up the median
 of five runs; the others are measured once. ccache is off for (a) and (b) so
@@ -29,7 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
 ROCBUILD_EXE = [str(Path(sys.executable).parent / "rocbuild")]  # the console script users run
 TARGETS = {"overhead_ratio": ("<=", 1.02), "cached_rebuild_s": ("<", 0.3), "mirror_speedup": (">=", 10.0),
-           "startup_ms": ("<", 150.0)}
+           "startup_ms": ("<", 150.0), "verify_big_bundle_s": ("<", 1.0)}
+BIG_TARGETS = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1201")
+BIG_ENTRY = 256 << 20  # bytes of each decompressed entry
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
@@ -141,6 +146,49 @@ def startup(env: dict[str, str]) -> dict:
 
 
 
+def big_bundle(path: Path) -> int:
+    """Write a CCOB v3 zstd bundle of len(BIG_TARGETS) entries of BIG_ENTRY bytes each, streaming (the
+    decompressed bundle is never in memory); returns its decompressed size."""
+    import struct
+
+    import zstandard
+
+    magic = b"__CLANG_OFFLOAD_BUNDLE__"
+    ids = [f"hipv4-amdgcn-amd-amdhsa--{t}".encode() for t in BIG_TARGETS]
+    header = len(magic) + 8 + sum(24 + len(i) for i in ids)
+    head = bytearray(magic + struct.pack("<Q", len(ids)))
+    for n, ident in enumerate(ids):
+        head += struct.pack("<QQQ", header + n * BIG_ENTRY, BIG_ENTRY, len(ident)) + ident
+    raw_size = header + len(ids) * BIG_ENTRY
+    with open(path, "wb") as fh:
+        fh.write(b"\0" * 32)  # the CCOB v3 header, written last
+        with zstandard.ZstdCompressor(level=1).stream_writer(fh, closefd=False) as z:
+            z.write(bytes(head))
+            # Each MiB: 16 KiB that does not compress and the rest that does, about 1:60 like device code.
+            for _ in range(len(ids) * BIG_ENTRY // (1 << 20)):
+                z.write(os.urandom(16 << 10) + b"\0" * ((1 << 20) - (16 << 10)))
+        total = fh.tell()
+        fh.seek(0)
+        fh.write(b"CCOB" + struct.pack("<HHQQQ", 3, 1, total, raw_size, 0))
+    return raw_size
+
+
+def verify_big(tmp: Path, env: dict[str, str]) -> dict:
+    tmp.mkdir(parents=True)
+    path = tmp / "libbig.co"
+    raw = big_bundle(path)
+    out: dict = {"compressed_mib": round(path.stat().st_size / (1 << 20), 1), "decompressed_mib": raw >> 20,
+                 "entries": len(BIG_TARGETS)}
+    for name, extra in (("verify", []), ("verify_deep", ["--deep"])):
+        argv = ROCBUILD + ["verify", str(path), "--arch", "gfx90a,gfx1100", *extra]
+        started = time.perf_counter()
+        done = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], env=env, capture_output=True, text=True)
+        out[f"{name}_s"] = round(time.perf_counter() - started, 3)
+        out[f"{name}_peak_mib"] = round(int(done.stderr.strip().splitlines()[-1]) / 1024, 1)
+        out[f"{name}_exit"] = done.returncode
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
@@ -160,10 +208,12 @@ def main() -> int:
         results["cached_rebuild"] = cached_rebuild(tmp / "b", env, args.arch)
         results["mirror"] = mirror(tmp / "c", env)
         results["startup"] = startup(env)
+        results["verify_big"] = verify_big(tmp / "e", env)
     figures = {"overhead_ratio": results["overhead"]["overhead_ratio"],
                "cached_rebuild_s": results["cached_rebuild"]["cached_rebuild_s"],
                "mirror_speedup": results["mirror"]["mirror_speedup"],
-               "startup_ms": results["startup"]["startup_ms"]}
+               "startup_ms": results["startup"]["startup_ms"],
+               "verify_big_bundle_s": results["verify_big"]["verify_s"]}
     results["targets"] = {}
     for name, value in figures.items():
         op, target = TARGETS[name]
@@ -176,7 +226,12 @@ def main() -> int:
                                  f" fixed cost {results['overhead']['fixed_overhead_s']}s",
                "cached_rebuild_s": f"cold {results['cached_rebuild']['cold_s']}s, ratio {results['cached_rebuild']['ratio']}",
                "mirror_speedup": f"first {results['mirror']['first_clone_s']}s, mirror {results['mirror']['mirror_fetch_s']}s",
-               "startup_ms": "median of 5 `rocbuild --help`"}
+               "startup_ms": "median of 5 `rocbuild --help`",
+               "verify_big_bundle_s": (f"{results['verify_big']['compressed_mib']} MiB -> "
+                                       f"{results['verify_big']['decompressed_mib']} MiB; peak "
+                                       f"{results['verify_big']['verify_peak_mib']} MiB; --deep "
+                                       f"{results['verify_big']['verify_deep_s']}s, peak "
+                                       f"{results['verify_big']['verify_deep_peak_mib']} MiB")}
     for name, row in results["targets"].items():
         print(f"{name:<22} {row['value']:>10}  {row['target']:<10} {'yes' if row['met'] else 'NO '}  {details[name]}")
     print(f"figures written to {args.out}")

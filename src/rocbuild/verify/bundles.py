@@ -184,7 +184,8 @@ def parse_compressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundle:
     data_end = end if total is None else at + total
     # v1 says nothing of its compressed length: the stream must be read to its end to know the extent.
     whole = deep_check.get() or total is None
-    head, produced, consumed = _decompress_head(METHODS[method], buf[at + header:data_end], raw_size, whole)
+    head, produced, consumed = _decompress_head(METHODS[method], memoryview(buf)[at + header:data_end], raw_size,
+                                                whole, length_known=total is not None)
     if whole and produced != raw_size:
         raise BundleError(f"CCOB {METHODS[method]} data decompresses to {produced} bytes, header says {raw_size}")
     # Only the front of a bundle is decompressed (and kept); its header is there, and entry bounds are
@@ -194,39 +195,66 @@ def parse_compressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundle:
     return Bundle(at, size, inner.entries, METHODS[method], version)
 
 
-def _decompress_head(method: str, data: Buf, raw_size: int, whole: bool) -> tuple[bytes, int, int]:
-    """Stream through compressed data in bounded chunks (constant memory for any size).
+def _decompress_head(method: str, data: memoryview, raw_size: int, whole: bool, *,
+                     length_known: bool = True) -> tuple[bytes, int, int]:
+    """Stream through compressed data with output read CHUNK bytes at a time (memory stays bounded
+    however well the data compresses: one zstd call could otherwise return hundreds of MB).
 
     Returns the first bytes (where the bundle header is), the decompressed size, and how many
     compressed bytes the stream used. Unless `whole`, it stops as soon as the header parses."""
     keep = bytearray()
-    produced = fed = 0
-    mv = memoryview(data)
-    feed = CHUNK if method == "zlib" else ZSTD_FEED
+    produced = 0
     try:
-        # zlib's and zstandard's decompressors share the calls made here (eof, unconsumed_tail, decompress),
-        # not a type; zstandard's decompress takes no size limit (it returns up to its own window).
-        d: Any = zlib.decompressobj() if method == "zlib" else zstandard.ZstdDecompressor().decompressobj()
+        if method == "zstd":
+            consumed = len(data) if length_known else _zstd_frame_size(data)  # CCOB v1 does not say
+            reader = zstandard.ZstdDecompressor().stream_reader(data[:consumed], read_size=ZSTD_FEED,
+                                                                read_across_frames=False)
+            while True:
+                out = reader.read(CHUNK)
+                if not out:
+                    break
+                produced += len(out)
+                if len(keep) < KEEP:
+                    keep += out[: KEEP - len(keep)]
+                    if not whole and _header_complete(bytes(keep), raw_size):
+                        return bytes(keep), produced, 0
+            return bytes(keep), produced, consumed
+        d = zlib.decompressobj()
+        fed = 0
         while not d.eof:
-            tail = getattr(d, "unconsumed_tail", b"")
-            if tail:
-                chunk = tail
-            elif fed < len(mv):
-                chunk = mv[fed:fed + feed]
+            chunk: bytes | memoryview
+            if d.unconsumed_tail:
+                chunk = d.unconsumed_tail
+            elif fed < len(data):
+                chunk = data[fed:fed + CHUNK]
                 fed += len(chunk)
             else:
                 break
-            out = d.decompress(chunk, CHUNK) if method == "zlib" else d.decompress(chunk)
+            out = d.decompress(chunk, CHUNK)
             produced += len(out)
-            before = len(keep)
-            keep += out[: max(0, KEEP - len(keep))]
-            if not whole and len(keep) > before and _header_complete(bytes(keep), raw_size):
-                return bytes(keep), produced, fed
+            if len(keep) < KEEP:
+                keep += out[: KEEP - len(keep)]
+                if not whole and _header_complete(bytes(keep), raw_size):
+                    return bytes(keep), produced, fed
+        if not d.eof:
+            raise BundleError("zlib data is truncated")
+        return bytes(keep), produced, fed - len(d.unused_data)
     except (zlib.error, zstandard.ZstdError) as exc:
         raise BundleError(f"{method} data does not decompress: {exc}") from None
+
+
+def _zstd_frame_size(data: memoryview) -> int:
+    """How many bytes the zstd frame at the start of `data` takes (CCOB v1 does not record it). Fed a
+    little at a time, so what each call returns stays small however well the data compresses."""
+    d: Any = zstandard.ZstdDecompressor().decompressobj()
+    fed = 0
+    while not d.eof and fed < len(data):
+        piece = bytes(data[fed:fed + 256])
+        d.decompress(piece)
+        fed += len(piece)
     if not d.eof:
-        raise BundleError(f"{method} data is truncated")
-    return bytes(keep), produced, fed - len(d.unused_data)
+        raise BundleError("zstd data is truncated")
+    return fed - len(d.unused_data)
 
 
 def _header_complete(front: bytes, raw_size: int) -> bool:
