@@ -25,17 +25,19 @@ FATBIN_SECTION = re.compile(r"^\.hip_fatbin")
 # against CUDA (for torch extensions: a CUDA torch in pip's build isolation).
 CUDA_LIB = re.compile(
     r"^lib(?:cuda|cudart|c10_cuda|torch_cuda(?:_cpp|_cu|_linalg)?|cublas(?:Lt)?|cufft\w*|curand|cusparse(?:Lt)?"
-    r"|cusolver\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt|nvJitLink|cupti|nvidia-ml|cufile\w*)\.so"
+    r"|cusolver\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt|nvJitLink|cupti|nvidia-ml|cufile\w*)(?:-[0-9a-f]{8})?\.so"
 )
 ROCM_LIB = re.compile(
     r"^lib(?:amdhip64|hiprtc[\w-]*|hsa-runtime64|amd_comgr|hsakmt|rocblas|hipblas|hipblaslt|rocrand|hiprand|rccl"
     r"|MIOpen|rocsparse|hipsparse(?:lt)?|rocsolver|hipsolver|rocfft|hipfft|roctx64|roctracer64|rocm_smi64"
     r"|amd_smi|c10_hip|torch_hip|rocprofiler[\w-]*|migraphx[\w-]*|hipsparselt|rocm-core|rocm_sysdeps_[\w-]+"
-    r"|drm_amdgpu|hipfort\w*|rocroller|hipdnn\w*|hiptensor|rocwmma|composable_kernel\w*)\.so"
+    r"|drm_amdgpu|hipfort\w*|rocroller|hipdnn\w*|hiptensor|rocwmma|composable_kernel\w*)(?:-[0-9a-f]{8})?\.so"
 )
 # The runtime itself: its own helper kernels (blit kernels for every target it supports, embedded in
 # libhsa-runtime64) are not the device code of the package that ships it.
-RUNTIME_LIB = re.compile(r"^lib(?:hsa-runtime64|amdhip64|hiprtc[\w-]*|amd_comgr|rocprofiler[\w-]*)\.so")
+RUNTIME_LIB = re.compile(r"^lib(?:hsa-runtime64|amdhip64|hiprtc[\w-]*|amd_comgr|rocprofiler[\w-]*)(?:-[0-9a-f]{8})?\.so")
+# auditwheel's vendored copies: libamdhip64-1a2b3c4d.so.6 is libamdhip64.so.6
+VENDORED_HASH = re.compile(r"-[0-9a-f]{8}(?=\.so)")
 # The runtime libraries a package may load with dlopen instead of linking (JIT compilers, bindings).
 RUNTIME_NAMES = (b"libamdhip64.so", b"libhsa-runtime64.so", b"libhiprtc.so")
 
@@ -93,7 +95,7 @@ class ElfInfo:
         """The ROCm major each needed library names (libamdhip64.so.6 -> 6), where its soname says it."""
         out = {}
         for name, version in self.rocm.items():
-            lib = name.partition(".so")[0]
+            lib = VENDORED_HASH.sub("", name).partition(".so")[0]
             major = ROCM_MAJOR_BY_SONAME.get(lib, {}).get((version or "").split(".")[0])
             if major is not None:
                 out[name] = major
