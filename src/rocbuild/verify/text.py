@@ -39,9 +39,11 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
         lines += [f"  - {p}" for p in problems]
     else:
         n = sum(1 for i in verdict.inputs for f in i.files if f.info.has_device_code)
-        lines.append(f"ok: {n} file(s) with device code"
-                     + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
-                     + "; nothing links CUDA")
+        if n:
+            head = f"ok: {n} file(s) with device code" + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
+        else:
+            head = "ok: no device code to check (see the notes)"
+        lines.append(head + "; nothing links CUDA")
     return "\n".join(lines)
 
 
