@@ -52,8 +52,13 @@ def objects(tmp_path_factory) -> dict[str, Path]:
     out["runtime"] = d / "libhsa-runtime64.so.1"
     run("hipcc", "--genco", "--offload-arch=gfx90a", "--offload-arch=gfx1030", "k.hip", "-o", "k.co", cwd=d)
     out["bundle"] = d / "k.co"
-    # A library with a RUNPATH pinning a ROCm release and leaking a build-machine path.
+    # A static archive of HIP objects (a long member name exercises GNU's name table).
+    run("hipcc", "-c", "-fPIC", "--offload-arch=gfx90a", "k.hip", "-o", "a_rather_long_kernel_object.o", cwd=d)
     (d / "plain.c").write_text("int plain(void) { return 1; }\n")
+    run("gcc", "-c", "plain.c", "-o", "plain.o", cwd=d)
+    run("ar", "rcs", "libkernels.a", "a_rather_long_kernel_object.o", "plain.o", cwd=d)
+    out["archive"] = d / "libkernels.a"
+    # A library with a RUNPATH pinning a ROCm release and leaking a build-machine path.
     run("gcc", "-shared", "-o", "libpinned.so", "plain.c", "-L/usr/lib/x86_64-linux-gnu", "-Wl,--no-as-needed",
         "-lamdhip64", "-Wl,--enable-new-dtags,-rpath,/opt/rocm-6.2.0/lib:/root/build/lib", cwd=d)
     out["pinned"] = d / "libpinned.so"
@@ -174,3 +179,15 @@ def test_running_out_of_temp_space_is_exit_3_naming_the_room_needed(tmp_path):
                            "--arch", "gfx90a"], env=env, capture_output=True, text=True)
     assert done.returncode == 3, done.stderr
     assert "needs 4 MiB of temporary space" in done.stderr and "TMPDIR" in done.stderr
+
+
+def test_a_static_archives_objects_are_read(cli, objects):
+    code, data, _ = verify(cli, objects["archive"], "--arch", "gfx90a")
+    assert code == 0, data["problems"]
+    files = data["inputs"][0]["files"]
+    assert data["inputs"][0]["kind"] == "archive"
+    assert [f["path"].rsplit("/", 1)[-1] for f in files] == ["libkernels.a(a_rather_long_kernel_object.o)",
+                                                             "libkernels.a(plain.o)"]
+    assert files[0]["targets"] == ["gfx90a"] and files[1]["targets"] == []
+    code, data, _ = verify(cli, objects["archive"], "--arch", "gfx1030")
+    assert code == 1 and "no code object for gfx1030" in " ".join(data["problems"])

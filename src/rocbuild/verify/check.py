@@ -34,6 +34,8 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from rocbuild.errors import HostNotReady, UsageError
+from rocbuild.verify import archive
+from rocbuild.verify.archive import AR_MAGIC
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, deep_check, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, RUNTIME_LIB, RUNTIME_NAMES, ElfInfo, inspect_elf
 from rocbuild.wheels import read_provenance
@@ -239,19 +241,20 @@ def _inspect_input(path: Path) -> InputFindings:
     if path.is_dir():
         found = InputFindings(str(path), "folder")
         for file in sorted(_walk(path)):
-            f = inspect_any(str(file.relative_to(path)), file, _head(file))
-            if f is not None:
-                found.files.append(f)
+            found.files += inspect_any(str(file.relative_to(path)), file, _head(file))
         return found
     head = _head(path)
     if head != ELF_MAGIC and zipfile.is_zipfile(path):
         return _inspect_wheel(path)
-    f = inspect_any(str(path), path, head)
-    if f is None:
-        raise UsageError(f"{path}: not a wheel, an ELF file, a folder, an offload bundle or a code object",
-                         hint="give .whl files, shared libraries (.so), .co/.hsaco files or folders holding them")
-    kind = "bundle" if f.info.machine == "offload bundle" else "code object" if f.info.machine == "EM_AMDGPU" else "elf"
-    return InputFindings(str(path), kind, files=[f])
+    files = inspect_any(str(path), path, head)
+    if not files and head != AR_MAGIC[:4]:
+        raise UsageError(f"{path}: not a wheel, an ELF file, a folder, an offload bundle, a code object or a "
+                         "static archive", hint="give .whl files, shared libraries (.so), .co/.hsaco or .a files, "
+                         "or folders holding them")
+    machine = files[0].info.machine if len(files) == 1 else ""
+    kind = ("archive" if head == AR_MAGIC[:4] else "bundle" if machine == "offload bundle"
+            else "code object" if machine == "EM_AMDGPU" else "elf")
+    return InputFindings(str(path), kind, files=files)
 
 
 def _inspect_wheel(path: Path) -> InputFindings:
@@ -263,7 +266,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                     continue
                 with zf.open(member) as fh:
                     head = fh.read(4)
-                if head != ELF_MAGIC and head not in BUNDLE_HEADS:
+                if head != ELF_MAGIC and head not in BUNDLE_HEADS and head != AR_MAGIC[:4]:
                     continue
                 # Extract one file at a time: large libraries are scanned through mmap, not held in memory.
                 target = Path(tmp) / "member"
@@ -275,9 +278,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                     if exc.errno == errno.ENOSPC:
                         _no_room(Path(tmp), member, path)
                     raise
-                f = inspect_any(member.filename, target, head)
-                if f is not None:
-                    found.files.append(f)
+                found.files += inspect_any(member.filename, target, head)
                 target.unlink()
     except HostNotReady:
         raise
@@ -342,13 +343,32 @@ def inspect_bundle(shown: str, path: Path) -> FileFindings:
     return FileFindings(shown, info, problems=list(problems))
 
 
-def inspect_any(shown: str, path: Path, head: bytes) -> FileFindings | None:
-    """The findings for a file by its first bytes: an ELF (host library or code object) or a bundle."""
+def inspect_any(shown: str, path: Path, head: bytes) -> list[FileFindings]:
+    """The findings for a file by its first bytes: an ELF (host library or code object), a bundle, or
+    a static archive (one finding per object file in it); nothing for anything else."""
     if head == ELF_MAGIC:
-        return inspect_file(shown, path)
+        return [inspect_file(shown, path)]
     if head in BUNDLE_HEADS and path.stat().st_size > 0:
-        return inspect_bundle(shown, path)
-    return None
+        return [inspect_bundle(shown, path)]
+    if head == AR_MAGIC[:4]:
+        return inspect_archive(shown, path)
+    return []
+
+
+def inspect_archive(shown: str, path: Path) -> list[FileFindings]:
+    """Each ELF object file of a static archive, as `lib.a(member.o)`."""
+    out: list[FileFindings] = []
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if bytes(mm[:len(AR_MAGIC)]) != AR_MAGIC:
+            return out
+        with tempfile.TemporaryDirectory(prefix="rocbuild-verify-") as tmp:
+            target = Path(tmp) / "member.o"
+            for name, offset, size in archive.members(mm):
+                if bytes(mm[offset:offset + 4]) != ELF_MAGIC:
+                    continue
+                target.write_bytes(mm[offset:offset + size])
+                out.append(inspect_file(f"{shown}({name})", target))
+    return out
 
 
 def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...],
@@ -380,7 +400,7 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
             else:
                 found.notes.append(what + f"; nothing to check for {', '.join(map(str, targets))}")
         else:
-            if found.kind in ("elf", "bundle"):
+            if found.kind in ("elf", "bundle", "code object"):
                 what = "carries no HIP device code (no offload bundle, no code object)"
             elif n:
                 what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle or a code object"
