@@ -91,7 +91,8 @@ def test_shell_values_where_they_could_become_code_are_refused_at_lint(cli, tmp_
 # -- D14: environment that runs hidden code --------------------------------------
 
 @pytest.mark.parametrize("name", ["BASH_ENV", "ENV", "BASH_FUNC_echo%%", "SHELLOPTS", "PS4", "LD_PRELOAD", "LD_AUDIT",
-                                  "PYTHONSTARTUP", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "PERL5OPT", "NODE_OPTIONS"])
+                                  "PYTHONSTARTUP", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "GIT_DIR", "HOME",
+                                  "XDG_CONFIG_HOME", "PERL5OPT", "NODE_OPTIONS"])
 def test_environment_that_runs_hidden_code_is_refused(cli, tmp_path, src, name):
     r = recipe(tmp_path, f"env:\n  {name}: /tmp/evil\nsteps:\n  - run: [echo]\n", src)
     code, _, err = cli("recipes", "lint", r)

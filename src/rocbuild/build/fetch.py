@@ -49,6 +49,9 @@ def resolve_git(spec: GitSource, log: Log) -> tuple[str, bool]:
         except GitCommandError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StepFailed(f"cannot clone {spec.url}: {_git_message(exc)}") from None
+        except BaseException:  # interrupted: no half-made mirror is left behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         os.replace(tmp, mirror)
         downloaded = True
     repo = git.Repo(mirror)

@@ -55,13 +55,13 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
 # Variables that run code nobody sees in the plan: startup files and exported functions of shells, the
-# dynamic loader's preloads and auditors, git's config injection and helper programs, interpreters'
-# startup hooks.
+# dynamic loader's preloads and auditors, every git variable (config injection, helper programs) and the
+# folders git and other tools read configuration from (HOME: ~/.gitconfig's core.fsmonitor runs a
+# program), interpreters' startup hooks.
 CODE_RUNNING_ENV = re.compile(
     r"^(?:BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_\w*|BASH_XTRACEFD"
     r"|LD_PRELOAD|LD_AUDIT|LD_DEBUG\w*|LD_PROFILE\w*|LD_ORIGIN_PATH|GCONV_PATH|HOSTALIASES"
-    r"|GIT_CONFIG\w*|GIT_EXEC_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_ASKPASS|SSH_ASKPASS|GIT_EXTERNAL_DIFF|GIT_PAGER"
-    r"|GIT_EDITOR|GIT_PROXY_COMMAND|GIT_TEMPLATE_DIR|GIT_DIR|GIT_WORK_TREE|PAGER|EDITOR|VISUAL"
+    r"|GIT_\w*|SSH_ASKPASS|PAGER|EDITOR|VISUAL|HOME|XDG_CONFIG_HOME|XDG_CONFIG_DIRS"
     r"|PYTHONSTARTUP|PYTHONINSPECT|PYTHONHOME|PYTHONEXECUTABLE|PYTHONUSERBASE|PYTHONSAFEPATH|PYTHONWARNINGS"
     r"|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NODE_OPTIONS|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS"
     r"|LESSOPEN|LESSCLOSE|MANPAGER|TERMINFO)$")
