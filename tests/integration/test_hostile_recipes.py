@@ -284,3 +284,19 @@ def test_a_fifo_named_like_a_recipe_is_not_read(cli, tmp_path):
     os.mkfifo(tmp_path / "fifo.yaml")
     code, _, err = cli("recipes", "lint", tmp_path / "fifo.yaml")
     assert code == 2 and "not a regular file" in err, err
+
+
+@pytest.mark.parametrize("argv", ['[bash, -c, "echo ${{ options.msg }}"]', "[sh, -c, 'ls ${{ options.msg }}']",
+                                  "[python, -c, 'print(\"${{ options.msg }}\")']", '[perl, -e, "${{ options.msg }}"]'])
+def test_a_value_spliced_into_an_argv_script_is_refused(cli, tmp_path, src, argv):
+    r = recipe(tmp_path, f"options:\n  msg: {{default: hi}}\nsteps:\n  - run: {argv}\n", src)
+    code, _, err = cli("recipes", "lint", r)
+    assert code == 2 and "would become code" in err and "steps[0].run[2]" in err, err
+
+
+def test_a_value_as_an_argument_of_its_own_reaches_the_script_as_data(cli, tmp_path, rocm61, src):
+    r = recipe(tmp_path, "options:\n  msg: {default: hi}\nsteps:\n"
+                         "  - run: [bash, -c, 'printf %s \"$1\" > out.txt', bash, '${{ options.msg }}']\n", src)
+    code, _, err = build(cli, tmp_path, r, rocm61, "--set", "msg=$(touch PWNED)")
+    assert code == 0, err
+    assert (tmp_path / "w" / "src" / "out.txt").read_text() == "$(touch PWNED)" and not list(tmp_path.rglob("PWNED"))

@@ -51,6 +51,8 @@ from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap,
 from rocbuild.source import FULL_SHA_RE, GIT_URLS_ACCEPTED, check_ref, git_url_problem
 
 MAX_RECIPE_BYTES = 1 << 20
+# Options after which the next argv word is a program text (bash/sh -c, python -c, perl/node/ruby -e).
+CODE_OPTIONS = ("-c", "-e", "-E", "--eval", "--command", "-Command")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
@@ -319,7 +321,17 @@ class _Loader:
         items = self.seq(value, key, mark, "strings")
         if not items:
             raise self.error("argv list is empty", key, mark, accepted="a non-empty list of strings")
-        return tuple(self.tstring(v, f"{key}[{i}]", items.item_marks[i]) for i, v in enumerate(items))
+        argv = tuple(self.tstring(v, f"{key}[{i}]", items.item_marks[i]) for i, v in enumerate(items))
+        for i, word in enumerate(argv[1:], start=1):
+            # The word after -c/-e is a script for bash, sh, python, perl, node...: a value spliced in
+            # there becomes code. Passed as an argument of its own it stays data.
+            if argv[i - 1] in CODE_OPTIONS and templating.is_template(word):
+                raise self.error(f"a ${{{{ }}}} value inside the script after {argv[i - 1]} would become code",
+                                 f"{key}[{i}]", items.item_marks[i], value=word,
+                                 accepted="the value as an argument of its own, e.g. [bash, -c, 'echo \"$1\"', "
+                                          "bash, '${{ options.msg }}'] or [python, -c, 'import sys; "
+                                          "print(sys.argv[1])', '${{ options.msg }}']")
+        return argv
 
     def when(self, entry: YMap, key: str) -> str | None:
         if "when" not in entry:
