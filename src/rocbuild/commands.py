@@ -277,8 +277,10 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     if args.action == "show":
         if len(args.names) != 1:
             raise UsageError("usage: rocbuild recipes show NAME")
+        from rocbuild.recipe.load import read_recipe_text
+
         found = catalog.resolve(args.names[0], args.recipes)
-        sys.stdout.write(found.path.read_text())
+        sys.stdout.write(read_recipe_text(found.path))  # a recipe file, never any other file named
         return 0
     if not args.names:
         raise UsageError("usage: rocbuild recipes lint FILE...")

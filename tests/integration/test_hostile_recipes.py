@@ -300,3 +300,20 @@ def test_a_value_as_an_argument_of_its_own_reaches_the_script_as_data(cli, tmp_p
     code, _, err = build(cli, tmp_path, r, rocm61, "--set", "msg=$(touch PWNED)")
     assert code == 0, err
     assert (tmp_path / "w" / "src" / "out.txt").read_text() == "$(touch PWNED)" and not list(tmp_path.rglob("PWNED"))
+
+
+def test_recipes_show_prints_only_recipe_files(cli, tmp_path):
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("PRIVATE KEY")
+    for target in (secret, "/proc/self/environ"):
+        code, out, err = cli("recipes", "show", target)
+        assert code == 2 and "not a recipe file" in err and out == "", err
+
+
+@pytest.mark.parametrize("requires, key", [("tools: [../../bin/sh]", "requires.tools[0]"),
+                                           ("cmake-packages: [../../../etc]", "requires.cmake-packages[0]"),
+                                           ("python: ['os; import x']", "requires.python[0]")])
+def test_requirement_names_are_names_not_paths(cli, tmp_path, src, requires, key):
+    r = recipe(tmp_path, f"requires:\n  {requires}\nsteps:\n  - run: [echo]\n", src)
+    code, _, err = cli("recipes", "lint", r)
+    assert code == 2 and f"{key}: not a valid name here" in err, err

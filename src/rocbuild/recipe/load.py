@@ -54,6 +54,8 @@ MAX_RECIPE_BYTES = 1 << 20
 # Options after which the next argv word is a program text (bash/sh -c, python -c, perl/node/ruby -e).
 CODE_OPTIONS = ("-c", "-e", "-E", "--eval", "--command", "-Command")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# A tool on PATH or a CMake package: a plain name, never a path.
+PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = IDENT_RE
 # Variables that run code nobody sees in the plan: startup files and exported functions of shells, the
@@ -370,7 +372,8 @@ class _Loader:
             out.append((name, Conditional(text, when, self.pos(ekey, vmark), when_pos)))
         return tuple(out)
 
-    def names(self, value: Any, key: str, mark: Mark) -> tuple[Conditional, ...]:
+    def names(self, value: Any, key: str, mark: Mark, pattern: re.Pattern[str] = PLAIN_NAME_RE,
+              what: str = "a name of letters, digits and . _ + - (no path)") -> tuple[Conditional, ...]:
         items = self.seq(value, key, mark, "names (or {name: ..., when: ...})")
         out = []
         for i, item in enumerate(items):
@@ -380,7 +383,10 @@ class _Loader:
                 self.mapping(item, ikey, imark, {"name": True, "when": False})
                 when, when_pos = self.when(item, ikey), self.when_at(item, ikey)
                 item, imark, ikey = item["name"], item.value_marks["name"], _join(ikey, "name")
-            out.append(Conditional(self.tstring(item, ikey, imark), when, self.pos(ikey, imark), when_pos))
+            text = self.tstring(item, ikey, imark)
+            if not templating.is_template(text) and not pattern.match(text):
+                raise self.error("not a valid name here", ikey, imark, value=text, accepted=what)
+            out.append(Conditional(text, when, self.pos(ikey, imark), when_pos))
         return tuple(out)
 
     def entry_kind(self, item: Any, key: str, mark: Mark, kinds: tuple[KindT, ...],
@@ -551,7 +557,8 @@ class _Loader:
             torch=torch,
             rocm=rocm,
             tools=self.names(req["tools"], "requires.tools", vm["tools"]) if "tools" in req else (),
-            python=self.names(req["python"], "requires.python", vm["python"]) if "python" in req else (),
+            python=self.names(req["python"], "requires.python", vm["python"], MODULE_RE,
+                              "an importable module name such as setuptools or torch.utils") if "python" in req else (),
             cmake_packages=self.names(req["cmake-packages"], "requires.cmake-packages", vm["cmake-packages"])
             if "cmake-packages" in req else (),
         )
