@@ -28,13 +28,15 @@ def members(buf: Buf) -> Iterator[tuple[str, int, int]]:
             size = int(head[48:58].decode("ascii").strip() or "0")
         except ValueError:
             return
+        if size < 0:
+            return
         raw = head[:16].decode("ascii", "replace").rstrip()
         data, length = pos + HEADER, size
         if data + size > end:
             return
         if raw == "//":
             long_names = bytes(buf[data:data + size])
-        elif raw.startswith("#1/") and raw[3:].isdigit():
+        elif raw.startswith("#1/") and raw[3:].isdigit() and int(raw[3:]) <= size:
             n = int(raw[3:])
             name = bytes(buf[data:data + n]).rstrip(b"\0").decode("utf-8", "replace")
             yield name, data + n, length - n
