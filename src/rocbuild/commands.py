@@ -203,7 +203,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def parse_verify_archs(text: str) -> list[str]:
     """--arch for verify: build targets as for build, plus generic ISAs (gfx11-generic), any letter case."""
-    from rocbuild.verify.bundles import GENERIC_MEMBERS
+    from rocbuild.gfx import GENERIC_MEMBERS
 
     items = [a.strip().lower() for a in text.split(",") if a.strip()]
     generic = [a for a in items if a.split(":")[0] in GENERIC_MEMBERS]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocbuild.verify.codeobj import MACH, target_of
+from rocbuild.gfx import MACH
+from rocbuild.verify.codeobj import target_of
 from rocbuild.verify.elf import CUDA_LIB, ROCM_LIB, RUNTIME_LIB, ElfInfo
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from rocbuild.detect.query import query
 from rocbuild.errors import HostNotReady, UsageError
+from rocbuild.gfx import KNOWN_TARGETS
 
 # gfx + decimal major (1-2 digits) + hex minor + hex stepping, then optional
 # target features (each of sramecc/xnack at most once, + or -).
@@ -24,14 +25,6 @@ AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
 FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z .()/#-]*?):\s*(.*?)\s*$")
 AMD_VENDOR_ID = 4098
 ARCH_FORM = "gfx targets such as gfx1100, gfx90a or gfx942:sramecc+:xnack-, comma-separated"
-# The AMDGPU processors LLVM compiles for (its AMDGPUUsage processor table, LLVM 22): a name of the
-# right shape that is not among them (gfx9999) is a typo, not a GPU.
-KNOWN_TARGETS = frozenset(
-    "gfx600 gfx601 gfx602 gfx700 gfx701 gfx702 gfx703 gfx704 gfx705 gfx801 gfx802 gfx803 gfx805 gfx810 "
-    "gfx900 gfx902 gfx904 gfx906 gfx908 gfx909 gfx90a gfx90c gfx940 gfx941 gfx942 gfx950 "
-    "gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 gfx1031 gfx1032 gfx1033 gfx1034 gfx1035 gfx1036 "
-    "gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1152 gfx1153 gfx1154 gfx1170 gfx1171 gfx1172 "
-    "gfx1200 gfx1201 gfx1250 gfx1251 gfx1310".split())
 
 
 @dataclass

@@ -31,6 +31,8 @@ from typing import Any
 
 import zstandard
 
+from rocbuild.gfx import GENERIC_MEMBERS
+
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
 METHODS = {0: "zlib", 1: "zstd"}
@@ -42,20 +44,6 @@ KEEP = 4 * CHUNK  # of a decompressed bundle, the front is kept: its header is t
 DEVICE_ID_RE = re.compile(r"^(?P<kind>[a-z0-9_]+)-amdgcn-amd-amdhsa-(?:[a-z]*-)?(?P<target>gfx.+)$")
 TARGET_RE = re.compile(r"^(?P<proc>gfx[0-9a-z]+(?:-[0-9a-z]+)*)(?P<features>(?::[a-z]+[+-])*)$")
 
-# Generic ISAs (code object v6) and the processors each one serves, from
-# LLVM's AMDGPUUsage "Generic Processors" table.
-GENERIC_MEMBERS = {
-    "gfx9-generic": ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"),
-    "gfx9-4-generic": ("gfx940", "gfx941", "gfx942", "gfx950"),
-    "gfx10-1-generic": ("gfx1010", "gfx1011", "gfx1012", "gfx1013"),
-    "gfx10-3-generic": ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"),
-    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
-                      "gfx1154"),
-    "gfx11-7-generic": ("gfx1170", "gfx1171", "gfx1172"),
-    "gfx12-generic": ("gfx1200", "gfx1201"),
-    "gfx12-5-generic": ("gfx1250", "gfx1251"),
-    "gfx13-generic": ("gfx1310",),
-}
 # Set by `verify --deep`: decompress every compressed bundle in full to check its size against its header.
 # Otherwise only as much is decompressed as the bundle header needs (its entries and their sizes).
 deep_check: ContextVar[bool] = ContextVar("deep_check", default=False)
