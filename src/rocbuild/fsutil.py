@@ -62,6 +62,15 @@ def copy_atomically(src: Path, dest: Path) -> Path:
     return write_atomically(dest, copier(src))
 
 
+def within(path: str | os.PathLike[str], folder: str | os.PathLike[str], *, follow_links: bool = False) -> bool:
+    """Whether `path` is `folder` or lies below it. By the paths' text (give them normalised), or with
+    `follow_links` by where both really lead."""
+    if follow_links:
+        path, folder = os.path.realpath(path), os.path.realpath(folder)
+    p, f = Path(path), Path(folder)
+    return p == f or f in p.parents
+
+
 def json_sha256(data: object) -> str:
     """The sha256 of a value's canonical JSON (sorted keys; what JSON cannot hold, as str)."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()

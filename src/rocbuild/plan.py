@@ -22,6 +22,7 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
+from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
@@ -566,7 +567,7 @@ def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
         """Relative: in the tree. Absolute: under one of `readable` (judged by text here; links are
         followed and judged again when the patch is applied)."""
         path = os.path.normpath(value if os.path.isabs(value) else os.path.join(work.src, in_tree(value, k)))
-        if not any(path == top or path.startswith(top.rstrip("/") + "/") for top in readable):
+        if not any(within(path, top) for top in readable):
             raise RecipeError("reads from outside the source tree, the ROCm prefix and the recipe's folders",
                               file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=k, value=value,
                               accepted=SOURCE_FILE_ACCEPTED)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import assert_never
 
 from rocbuild.errors import StepFailed
+from rocbuild.fsutil import within
 from rocbuild.plan import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch
 from rocbuild.proc import StepRunner
 
@@ -17,7 +18,7 @@ from rocbuild.proc import StepRunner
 def inside(root: Path, relative: str, what: str) -> Path:
     """A path under `root`; anything escaping it (../, absolute) is refused."""
     path = (root / relative).resolve()
-    if path != root.resolve() and root.resolve() not in path.parents:
+    if not within(path, root, follow_links=True):
         raise StepFailed(f"{what} {relative!r} points outside the source tree")
     return path
 
@@ -25,7 +26,7 @@ def inside(root: Path, relative: str, what: str) -> Path:
 def readable(path: str, folders: tuple[str, ...], what: str) -> None:
     """With links followed, `path` must still be under one of `folders` (the plan checked its text)."""
     real = os.path.realpath(path)
-    if folders and not any(real == f or real.startswith(f.rstrip("/") + "/") for f in map(os.path.realpath, folders)):
+    if folders and not any(within(real, f, follow_links=True) for f in folders):
         raise StepFailed(f"{what} {path!r} leads (through a link) to {real}, outside the source tree, "
                          "the ROCm prefix and the recipe's folders")
 

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocbuild.detect.query import remembered_query
 from rocbuild.errors import HostNotReady, UsageError
+from rocbuild.fsutil import within
 
 
 @functools.total_ordering
@@ -100,8 +101,7 @@ class Rocm:
         if self.include_dir is None:
             return False
         path = self.include_dir / name
-        top = os.path.realpath(self.include_dir)
-        return path.is_file() and os.path.realpath(path).startswith(top.rstrip("/") + "/")
+        return path.is_file() and within(path, self.include_dir, follow_links=True)
 
     def cmake_package(self, name: str) -> Path | None:
         """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rocbuild.fsutil import within
+
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
 
@@ -56,6 +58,5 @@ def find_patch_file(name: str, dirs: list[Path] | tuple[Path, ...]) -> Path | No
     for d in dirs:
         candidate = d / name
         if candidate.is_file():
-            real, top = Path(os.path.realpath(candidate)), Path(os.path.realpath(d))
-            return candidate if top in real.parents else None
+            return candidate if within(candidate, d, follow_links=True) else None
     return None

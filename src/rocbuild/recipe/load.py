@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocbuild import templating
 from rocbuild.errors import RecipeError, UsageError
+from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import (
@@ -158,10 +159,8 @@ def confined_recipe(path: Path, roots: list[Path]) -> Path:
         raise UsageError(f"no recipe file {path}")
     if real.suffix not in RECIPE_SUFFIXES:
         raise UsageError(f"{path} is not a .yaml or .yml recipe file")
-    for root in roots:
-        top = Path(os.path.realpath(root))
-        if top in real.parents:
-            return path
+    if any(within(real, root, follow_links=True) for root in roots):
+        return path
     raise UsageError(f"{path} is outside the recipe folders", hint="recipes extend recipes of their own folder "
                      "or of a recipe folder (--recipes, ROCBUILD_RECIPES, recipe sources, built-in)")
 
