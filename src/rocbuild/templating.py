@@ -110,16 +110,25 @@ class RecipeSandbox(ImmutableSandboxedEnvironment):
         if getattr(__obj, "__self__", None) is None or name not in METHODS:
             raise SecurityError(f"calling {name or __obj!r} is not available in recipe templates "
                                 f"(methods: {', '.join(sorted(METHODS))})")
-        if name in ("replace", "join"):
-            owner = __obj.__self__
-            if name == "join" and args:
-                _bounded(list(args[0]) + [owner] * len(list(args[0])), "the joined text")
-            if name == "replace" and isinstance(owner, str) and len(args) >= 2:
-                new, old = str(args[1]), str(args[0])
-                grows = owner.count(old) * max(len(new) - len(old), 0) if old else len(owner) * len(new)
-                if len(owner) + grows > MAX_VALUE:
-                    raise TooLarge(f"the replaced text would be larger than {MAX_VALUE} characters")
+        owner = __obj.__self__
+        if name == "join" and args and isinstance(owner, str):
+            _check_join([str(a) for a in args[0]], owner)
+        if name == "replace" and isinstance(owner, str) and len(args) >= 2:
+            _check_replace(owner, str(args[0]), str(args[1]))
         return _bounded(super().call(__context, __obj, *args, **kwargs), "the result")
+
+
+def _check_join(items: list[str], sep: str) -> None:
+    """Before `sep.join(items)` (the filter or the method): the items, and a separator for each, within bounds."""
+    if sum(len(i) for i in items) + len(items) * (2 + len(sep)) > MAX_VALUE:
+        raise TooLarge(f"the joined text would be larger than {MAX_VALUE} characters")
+
+
+def _check_replace(text: str, find: str, repl: str) -> None:
+    """Before `text.replace(find, repl)` (the filter or the method): the result within bounds."""
+    grows = text.count(find) * max(len(repl) - len(find), 0) if find else (len(text) + 1) * len(repl)
+    if len(text) + grows > MAX_VALUE:
+        raise TooLarge(f"the replaced text would be larger than {MAX_VALUE} characters")
 
 
 @jinja2.pass_eval_context
@@ -127,16 +136,13 @@ def _join_filter(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) 
     if attribute is not None:
         raise SecurityError("join(attribute=...) is not available in recipe templates")
     items = [str(v) for v in value]
-    if sum(len(i) for i in items) + len(str(d)) * len(items) > MAX_VALUE:
-        raise TooLarge(f"the joined text would be larger than {MAX_VALUE} characters")
+    _check_join(items, str(d))
     return str(d).join(items)
 
 
 def _replace_filter(value: Any, old: Any, new: Any, count: int | None = None) -> str:
     text, find, repl = str(value), str(old), str(new)
-    grows = text.count(find) * max(len(repl) - len(find), 0) if find else (len(text) + 1) * len(repl)
-    if len(text) + grows > MAX_VALUE:
-        raise TooLarge(f"the replaced text would be larger than {MAX_VALUE} characters")
+    _check_replace(text, find, repl)
     return text.replace(find, repl, -1 if count is None else int(count))
 
 

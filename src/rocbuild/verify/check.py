@@ -37,7 +37,7 @@ from rocbuild.errors import HostNotReady, UsageError
 from rocbuild.verify import archive
 from rocbuild.verify.archive import AR_MAGIC
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, deep_check, find_bundles
-from rocbuild.verify.elf import ELF_MAGIC, RUNTIME_LIB, RUNTIME_NAMES, ElfInfo, inspect_elf
+from rocbuild.verify.elf import ELF_MAGIC, RUNTIME_LIB, ElfInfo, inspect_elf
 from rocbuild.wheels import read_provenance
 
 
@@ -388,8 +388,7 @@ def _judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[
                                       f"including {wanted}")
     unreadable = any("unreadable offload bundle" in p or "not a readable ELF" in p for f in judged for p in f.problems)
     if targets and not found.has_device_code and not unreadable:  # an unreadable bundle is its own cause
-        runtime = sorted({lib for f in judged for lib in list(f.info.rocm) + f.info.loads
-                          if RUNTIME_LIB.match(lib) or lib in RUNTIME_NAMES_TEXT})
+        runtime = sorted({lib for f in judged for lib in list(f.info.rocm) + f.info.loads if RUNTIME_LIB.match(lib)})
         n = len(judged)
         if runtime:
             what = (f"ships no GPU kernels of its own, but {'links' if any(f.info.rocm for f in judged) else 'loads'}"
@@ -454,6 +453,5 @@ def _head(path: Path) -> bytes:
 
 # The first four bytes of an offload bundle file, uncompressed or CCOB-compressed.
 BUNDLE_HEADS = (MAGIC[:4], CCOB_MAGIC)
-RUNTIME_NAMES_TEXT = tuple(n.decode() for n in RUNTIME_NAMES)
 
 __all__ = ["BundleError", "FileFindings", "InputFindings", "Verdict", "verify_paths"]
