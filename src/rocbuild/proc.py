@@ -49,13 +49,6 @@ class StepRunner(Protocol):
         ...
 
 
-def command_text(argv: Sequence[str] | None, shell: str | None) -> str:
-    """How a command is shown (plan, logs): the argv, or the `bash -c` a shell step is."""
-    if shell is not None:
-        return shlex.join([SHELL, "-c", shell])
-    return shlex.join(argv or ())
-
-
 def step_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not SHELL_HIDDEN_CODE.match(k)}
 
@@ -102,15 +95,16 @@ class Runner:
         full_env.update(env or {})
         full_env = step_env(full_env)
         command = [SHELL, "-c", shell] if shell is not None else list(argv or ())
+        shown = shlex.join(command)
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(f"$ {command_text(argv, shell)}\n  (in {cwd})\n")
+            fh.write(f"$ {shown}\n  (in {cwd})\n")
             fh.flush()
             stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh)
             runner = GroupRunner(Context(), command, str(cwd), self.keep_fds)
             try:
                 result = runner.run(
-                    shlex.join(command), env=full_env, replace_env=True, out_stream=stream, err_stream=stream,
+                    shown, env=full_env, replace_env=True, out_stream=stream, err_stream=stream,
                     in_stream=False, pty=False, warn=True, hide=False, shell=SHELL,
                 )
             except FileNotFoundError as exc:
