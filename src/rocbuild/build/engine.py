@@ -17,8 +17,6 @@ work folder starts afresh, CMake caches included.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Mapping
@@ -32,7 +30,7 @@ from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fing
 from rocbuild.build.patch import apply_patch
 from rocbuild.build.publish import finalize, publish
 from rocbuild.build.requirements import check_requirements, probe_torch
-from rocbuild.build.workspace import Workspace
+from rocbuild.build.workspace import Workspace, chain_of, fingerprint
 from rocbuild.buildcache import BuildCache, Entry
 from rocbuild.detect.rocm import Rocm, probe_tool
 from rocbuild.errors import StepFailed, UsageError
@@ -62,11 +60,6 @@ class BuildResult:
     cache_key: str | None = None  # the build identity's key, when the build cache was used
     from_cache: bool = False  # the wheels came from the build cache: no step ran
     stopped_after: str | None = None  # --until
-
-
-def fingerprint(previous: str, identity: object) -> str:
-    data = json.dumps(identity, sort_keys=True, default=str)
-    return hashlib.sha256((previous + "\n" + data).encode()).hexdigest()
 
 
 def probe_toolchain(rocm: Rocm) -> Toolchain:
@@ -181,10 +174,10 @@ class Engine:
         tree = identity.tree_json()
         fp = identity.tree_digest()
         stamp = self.workspace.stamp(PREPARE_STAMP)
-        if stamp is not None and stamp.get("fingerprint") == fp and isinstance(stamp.get("chain"), str) \
-                and plan.work.src.is_dir():
+        chain = chain_of(stamp, fp)
+        if chain is not None and plan.work.src.is_dir():
             self.progress.done("prepare", started, "up to date")
-            return str(stamp["chain"])
+            return chain
         if stamp is not None:
             self.progress.say("    " + _why_fresh(stamp.get("identity"), tree))
         # A fresh tree every time: patches then always start from upstream, and no build folder,
@@ -205,8 +198,7 @@ class Engine:
                 assert_never(plan.source)
         for action in plan.patches:
             self.progress.say(f"    patch: {apply_patch(action, plan.work.src, self.runner, log)}")
-        chain = _ran(fp)
-        self.workspace.write_stamp(PREPARE_STAMP, fp, {"identity": tree, "chain": chain})
+        chain = self.workspace.finish(PREPARE_STAMP, fp, {"identity": tree})
         self.progress.done("prepare", started)
         return chain
 
@@ -230,11 +222,10 @@ class Engine:
         label = f"[{index}/{total}] {step.name}"
         fp = fingerprint(previous, step.identity())
         stamp = f"{index:02d}-{step.name}"
-        done = self.workspace.stamp(stamp)
-        if done is not None and done.get("fingerprint") == fp and isinstance(done.get("chain"), str) \
-                and step.outputs_present():
+        chain = chain_of(self.workspace.stamp(stamp), fp)
+        if chain is not None and step.outputs_present():
             self.progress.skipped(label, "done in an earlier run, inputs unchanged")
-            return str(done["chain"])
+            return chain
         self.workspace.drop_stamp(stamp)
         line = step.command_line()
         started = self.progress.start(label, line if len(line) < 160 else "")
@@ -251,8 +242,7 @@ class Engine:
                 hint=tail(log) + f"\nfull log: {log}\nfix the cause and run the same command again: "
                 "finished steps are not repeated",
             )
-        chain = _ran(fp)
-        self.workspace.write_stamp(stamp, fp, {"chain": chain})
+        chain = self.workspace.finish(stamp, fp)
         self.progress.done(label, started)
         return chain
 
@@ -322,12 +312,6 @@ def check_until(plan: Plan, until: str | None) -> None:
     names = ["prepare"] + [s.name for s in plan.steps]
     if until is not None and until not in names:
         raise UsageError(f"--until {until!r}: no such step in {plan.recipe.name}", hint="steps: " + ", ".join(names))
-
-
-def _ran(fp: str) -> str:
-    """What the next step chains from after this one really ran: new every time, so a step that ran
-    again (its output was gone, its stamp damaged) makes every later step run again too."""
-    return fingerprint(fp, os.urandom(16).hex())
 
 
 def check_out_folder(out: Path) -> None:

@@ -9,6 +9,7 @@ non-empty folder given as --work is refused, never cleaned.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -85,13 +86,29 @@ class Workspace:
             return None
         return data if isinstance(data, dict) else None
 
-    def write_stamp(self, name: str, fingerprint: str, extra: dict[str, Any] | None = None) -> None:
+    def finish(self, name: str, fp: str, extra: dict[str, Any] | None = None) -> str:
+        """Stamp a phase that really ran with its inputs' fingerprint, and return what the next phase
+        chains from: new every time, so a phase that ran again (its output was gone, its stamp
+        damaged) makes every later one run again too."""
+        chain = fingerprint(fp, os.urandom(16).hex())
         self.dirs.stamps.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(self.dirs.stamps / f"{name}.json", json.dumps({"fingerprint": fingerprint,
-                                                                              **(extra or {})}))
+        write_text_atomically(self.dirs.stamps / f"{name}.json",
+                              json.dumps({"fingerprint": fp, "chain": chain, **(extra or {})}))
+        return chain
 
     def drop_stamp(self, name: str) -> None:
         (self.dirs.stamps / f"{name}.json").unlink(missing_ok=True)
+
+
+def fingerprint(previous: str, identity: object) -> str:
+    return hashlib.sha256((previous + "\n" + json.dumps(identity, sort_keys=True, default=str)).encode()).hexdigest()
+
+
+def chain_of(stamp: dict[str, Any] | None, fp: str) -> str | None:
+    """What a finished phase's stamp says the next one chains from, when it was made from inputs `fp`."""
+    if stamp is None or stamp.get("fingerprint") != fp or not isinstance(stamp.get("chain"), str):
+        return None
+    return str(stamp["chain"])
 
 
 def claim(root: Path) -> None:
