@@ -106,8 +106,5 @@ def load(path: str | Path, extra: list[str] | None = None) -> Recipe:
     def find(name: str, beside: Path) -> Path:
         if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
             return confined_recipe(beside / name, [beside, *recipe_roots(extra)])
-        for suffix in RECIPE_SUFFIXES:
-            if (beside / (name + suffix)).is_file():
-                return confined_recipe(beside / (name + suffix), [beside])
-        return resolve(name, extra).path
+        return resolve(name, [str(beside), *(extra or [])]).path  # its own folder first, confined to it
     return load_recipe(path, find)
