@@ -111,35 +111,36 @@ class BuildCache:
         return Entry(key, folder, data)
 
     def entries(self) -> list[Entry]:
-        out: list[Entry] = []
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[Entry], list[Path]]:
+        """The whole entries, and the entry folders that are not (an interrupted or damaged store)."""
+        whole: list[Entry] = []
+        broken: list[Path] = []
         if not self.root.is_dir():
-            return out
+            return whole, broken
         for folder in sorted(self.root.iterdir()):
             if folder.name.startswith(".") or not folder.is_dir():
                 continue
             entry = read_entry(folder.name, folder)
-            if entry is not None:
-                out.append(entry)
-        return out
-
-    def broken(self) -> list[Path]:
-        """Entry folders that are not whole entries (an interrupted or damaged store)."""
-        if not self.root.is_dir():
-            return []
-        return [f for f in sorted(self.root.iterdir()) if not f.name.startswith(".") and f.is_dir()
-                and read_entry(f.name, f) is None]
+            if entry is None:
+                broken.append(folder)
+            else:
+                whole.append(entry)
+        return whole, broken
 
     def prune(self, older_than_days: float | None) -> list[tuple[Entry, int]]:
         """Remove entries not used for that many days (all of them without a limit); (entry, bytes freed)."""
         now = time.time()
         cutoff = None if older_than_days is None else now - older_than_days * 86400
         removed = []
-        for entry in self.entries():
+        whole, broken = self._scan()
+        for entry in whole:
             if cutoff is None or entry.last_used < cutoff:
                 size = entry.size()
                 shutil.rmtree(entry.folder, ignore_errors=True)
                 removed.append((entry, size))
-        for folder in self.broken():  # never used again: lookup ignores them, store replaces them
+        for folder in broken:  # never used again: lookup ignores them, store replaces them
             shutil.rmtree(folder, ignore_errors=True)
         if self.root.is_dir():  # leftovers of an interrupted store; a store in progress is younger
             for stray in self.root.glob(".tmp-*"):
