@@ -12,6 +12,7 @@ from rocbuild.detect.gpu import gpu_access
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm, require_rocm
 from rocbuild.errors import UsageError
+from rocbuild.identity import root_label
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.options import resolve_options
 from rocbuild.paths import WorkDirs, cache_root, short_hash
@@ -36,6 +37,7 @@ class BuildRequest:
     recipe_dirs: tuple[str, ...] = ()  # --recipes
     local_version: str | None = None
     need_archs: bool = True  # `lock` pins no targets
+    build_env: bool = True  # wheel steps in a build environment over the target python (--no-build-env: False)
     environ: dict[str, str] = field(default_factory=dict)
 
 
@@ -68,10 +70,12 @@ def assemble(request: BuildRequest) -> Plan:
         # Separate folders for what is likely to alternate (two ROCm releases side by side); the
         # build identity decides, inside a folder, what can be reused.
         key = short_hash([str(found.path.resolve()), archs, str(rocm.path), str(rocm.version), python.executable,
-                          request.ref, str(source_dir.resolve()) if source_dir else None, options])
+                          request.ref, str(source_dir.resolve()) if source_dir else None, options,
+                          *([root_label()] if root_label() else [])])
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
     plan = make_plan(recipe, host, options, work, Path(request.out).resolve(), ref=request.ref,
-                     source_dir=source_dir, local_version=local_version(request.local_version))
+                     source_dir=source_dir, local_version=local_version(request.local_version),
+                     build_env=request.build_env)
     check_separate(plan, "--source-dir" if source_dir is not None else "the recipe's source.path")
     return plan
 

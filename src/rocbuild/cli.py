@@ -1,5 +1,5 @@
 """Command line: rocbuild [build] RECIPE | plan | prepare | lock | verify | doctor | detect | recipes | cache
-| index | ci.
+| index | ci | root.
 
 Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
 ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted (Ctrl-C), 143
@@ -19,7 +19,9 @@ from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
 from rocbuild.interrupts import Interrupted, raise_interrupted
 
-COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci")
+COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci",
+            "root")
+ROOT_HELP = "run inside this build root (see `rocbuild root list`): a root's name, or a folder holding a Debian tree"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,6 +48,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
 
 
+def _in_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", metavar="NAME|DIR", help=ROOT_HELP)
+    p.add_argument("--install-missing", action="store_true",
+                   help="with --root: install the Debian packages the recipe requires into the root")
+    p.add_argument("--no-build-env", action="store_true",
+                   help="build wheels with the target python as it is, instead of a build environment layered on "
+                        "it holding the recipe's requires.python and the project's build-system.requires")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rocbuild", description="Build ROCm-native Python extensions from recipes.",
                      epilog="`rocbuild RECIPE ...` is short for `rocbuild build RECIPE ...`")
@@ -54,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="build a recipe into a verified wheel")
     _common(p)
+    _in_root(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing (same as `plan`)")
     p.add_argument("--no-cache", action="store_true",
                    help="build even when the build cache holds a wheel for these inputs (and do not store one)")
@@ -63,10 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="print every step after rendering; runs nothing")
     _common(p)
+    _in_root(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("prepare", help="fetch and patch only; prints the tree's path last")
     _common(p)
+    _in_root(p)
 
     p = sub.add_parser("lock", help="write RECIPE.lock beside the recipe: source commit, sha256 of recipe "
                                     "and patches (`build --locked` holds a build to it)")
@@ -92,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sysfs", metavar="ROOT",
                    help="look at a file tree standing in for / (its sys/, dev/, proc/, etc/group) instead")
     p.add_argument("--rocminfo", metavar="FILE", help="read this rocminfo output instead of running rocminfo")
+    p.add_argument("--root", metavar="NAME|DIR", help=ROOT_HELP)
 
     p = sub.add_parser("detect", help="show the GPUs, ROCm and python rocbuild finds")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -100,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sysfs", metavar="ROOT", help="read KFD topology under ROOT instead of /sys")
     p.add_argument("--rocm", metavar="PATH")
     p.add_argument("--python", metavar="PY")
+    p.add_argument("--root", metavar="NAME|DIR", help=ROOT_HELP)
+
+    p = sub.add_parser("root", help="build roots: Debian userlands holding a real ROCm release, made from "
+                                    "Debian's packages (create, list, path, remove, install, run, suites)")
+    p.add_argument("action", choices=("create", "list", "path", "remove", "install", "run", "suites"))
+    p.add_argument("names", nargs="*", help="create/path/remove: the root's name; install: NAME PACKAGE...; "
+                                            "run: NAME -- COMMAND... (in the current folder, shared)")
+    p.add_argument("--rocm", metavar="X.Y", help="create: the ROCm release the root holds")
+    p.add_argument("--suite", help="create: the Debian suite (default: the one that carries --rocm now)")
+    p.add_argument("--mirror", metavar="URL", help="Debian mirror (default: this machine's apt configuration)")
+    p.add_argument("--with", dest="with_packages", action="append", default=[], metavar="PACKAGE",
+                   help="create: another Debian package to install (repeatable)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (list, create, suites)")
 
     p = sub.add_parser("recipes", help="list, show, lint or create recipes; add, update or remove recipe sources")
     p.add_argument("action", nargs="?", default="list",
@@ -149,6 +177,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
+        from rocbuild.roots.enter import inside
+
+        if getattr(args, "install_missing", False) and not getattr(args, "root", None) and inside() is None:
+            raise UsageError("--install-missing installs Debian packages into a build root: give --root NAME too",
+                             hint="on this machine itself, install what `rocbuild plan` lists with its package manager")
+        if getattr(args, "root", None):
+            if inside() is None:
+                from rocbuild.roots.commands import run_in_root
+
+                return run_in_root(args, args_list)
         from rocbuild.commands import HANDLERS  # the handlers import everything; --help needs none of it
 
         return HANDLERS[args.command](args)

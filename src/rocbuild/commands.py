@@ -25,6 +25,7 @@ from rocbuild.paths import cache_root
 from rocbuild.plan import Plan
 from rocbuild.proc import Runner
 from rocbuild.progress import Progress
+from rocbuild.roots.commands import cmd_root
 
 
 def _dump(data: object) -> None:
@@ -37,6 +38,7 @@ def build_request(args: argparse.Namespace, *, need_archs: bool = True) -> Build
         recipe=args.recipe, arch=args.arch, rocm=args.rocm, python=args.python, out=args.out, work=args.work,
         jobs=args.jobs, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
         recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
+        build_env=not getattr(args, "no_build_env", False),
         environ=dict(os.environ),
     )
 
@@ -64,7 +66,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         locked = read_lock(plan.recipe.path)
         check_locked_recipe(locked, plan)
     cache = None if args.no_cache else BuildCache(cache_root() / "builds")
-    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, locked=locked, environ=os.environ)
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, locked=locked, environ=os.environ,
+                    install_missing=args.install_missing)
     result = engine.build(clean=args.clean, until=args.until)
     wheels = result.wheels
     for wheel in wheels:
@@ -371,5 +374,5 @@ def _new_recipe(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "build": cmd_build, "plan": cmd_plan, "prepare": cmd_prepare, "lock": cmd_lock, "verify": cmd_verify,
     "doctor": cmd_doctor, "detect": cmd_detect, "recipes": cmd_recipes, "cache": cmd_cache, "index": cmd_index,
-    "ci": cmd_ci,
+    "ci": cmd_ci, "root": cmd_root,
 }

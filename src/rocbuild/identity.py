@@ -25,6 +25,7 @@ from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.fsutil import json_sha256
 from rocbuild.plan import DiffPatch, Plan, patch_record
+from rocbuild.roots.enter import inside
 from rocbuild.source import DirSource, GitSource
 
 SCHEMA = 2
@@ -62,9 +63,11 @@ class Toolchain:
     hip_compiler: str | None  # the clang++ hipcc drives (resolved path)
     hip_compiler_version: str | None  # its `--version`
     hip_runtime: str | None  # libamdhip64.so resolved to the file it names (its soname major decides links)
+    root: str | None = None  # the build root it lives in: its name, suite and the id of its package versions
 
     def describe(self) -> str:
-        return f"ROCm {self.rocm_version or '?'} at {self.rocm_path} (clang {self.hip_compiler or '?'})"
+        where = f" in root {self.root}" if self.root else ""
+        return f"ROCm {self.rocm_version or '?'} at {self.rocm_path}{where} (clang {self.hip_compiler or '?'})"
 
 
 # Probes a tool's version: argv -> its output, or None. Injected so identities can be made without processes.
@@ -85,7 +88,16 @@ def toolchain_of(rocm: Rocm, query: VersionQuery) -> Toolchain:
         hip_compiler=_real(rocm.hip_compiler),
         hip_compiler_version=version(rocm.hip_compiler),
         hip_runtime=_hip_runtime(rocm.path),
+        root=root_label(),
     )
+
+
+def root_label() -> str | None:
+    """'NAME (Debian SUITE, id ID)' inside a build root, None on the host."""
+    root = inside()
+    if root is None:
+        return None
+    return f"{root.get('name')} (Debian {root.get('suite') or '?'}, id {root.get('id')})"
 
 
 def _real(path: Path | None) -> str | None:

@@ -1,4 +1,5 @@
-"""Where rocbuild keeps things: the XDG cache (mirrors, work trees) and per-build folders."""
+"""Where rocbuild keeps things: the XDG cache (mirrors, work trees), XDG data (build roots) and per-build
+folders."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def cache_root() -> Path:
 
 def config_root() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rocbuild"
+
+
+def data_root() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "rocbuild"
 
 

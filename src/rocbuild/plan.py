@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
+from rocbuild.buildenv import FROM_TARGET_ONLY, BuildEnv, make_build_env
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.python import PythonInfo
@@ -28,6 +29,7 @@ from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
 from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
+from rocbuild.roots.enter import inside as in_root
 from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SourceSpec, check_ref
 
 PYTHON_ALIASES = ("python", "python3")
@@ -166,6 +168,7 @@ class Step:
     shell: str | None = None
     where: str = ""
     wheel_dir: str | None = None  # a wheel step's own output folder, emptied before it runs
+    project: str | None = None  # a wheel step's project folder (its pyproject.toml names what it builds with)
 
     def command_line(self) -> str:
         return self.shell if self.shell is not None else shlex.join(self.argv or ())
@@ -292,6 +295,7 @@ class Plan:
     verify: tuple[Check, ...]
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
     rendered: Rendered = field(default_factory=lambda: Rendered({}, (), (), (), ""))
+    build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -332,6 +336,8 @@ class Plan:
             "steps": [_step_json(s) for s in self.steps],
             "verify": [{**check_identity(c), "where": c.where} for c in self.verify],
             "local_version": self.local_label or None,
+            "build_env": self.build_env.to_json() if self.build_env else None,
+            "root": in_root(),
         }
 
 
@@ -359,6 +365,8 @@ def _step_json(step: Step) -> dict[str, Any]:
         out["shell"] = step.shell
     if step.wheel_dir is not None:
         out["wheel_dir"] = step.wheel_dir
+    if step.project is not None:
+        out["project"] = step.project
     return out
 
 
@@ -373,13 +381,16 @@ def make_plan(
     source_dir: Path | None = None,
     cache: Path | None = None,
     local_version: str | None = None,
+    build_env: bool = True,
 ) -> Plan:
-    """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it."""
+    """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it.
+    `build_env`: wheel steps run in a build environment layered on the target python."""
     plan = _render(recipe, host, options, work, out, ref=ref, source_dir=source_dir, cache=cache,
-                   local_version=local_version)
+                   local_version=local_version, build_env=build_env)
     canonical = _render(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
                         WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
-                        source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version)
+                        source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
+                        build_env=build_env)
     rendered = Rendered(
         env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
         patches=tuple(p.identity() for p in canonical.patches),
@@ -391,7 +402,8 @@ def make_plan(
 
 
 def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
-            ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None) -> Plan:
+            ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None,
+            build_env: bool = True) -> Plan:
     ctx: dict[str, Any] = {
         "archs": list(host.archs),
         "arch": host.archs[0] if host.archs else "",
@@ -429,12 +441,17 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
                      if _applies(r, c))
 
     modules = names(recipe.requires.python)
+    env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
+                if build_env and any(e.kind == "wheel" for e in recipe.steps) else None)
+    # With a build environment, the build modules are installed, not looked for; only what must come
+    # from the target python itself is.
+    checked = tuple(m for m in modules if env_plan is None or m.split(".")[0] in FROM_TARGET_ONLY)
     requirements = Requirements(
         rocm=recipe.requires.rocm,
         tools=names(recipe.requires.tools),
         python_modules=modules,
         cmake_packages=names(recipe.requires.cmake_packages),
-        python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *modules) if modules else None,
+        python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
         torch=recipe.requires.torch,
         torch_check_argv=probe_argv(host.python.executable) if recipe.requires.torch else None,
     )
@@ -444,7 +461,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
                     if _applies(r, e))
 
-    steps = tuple(_step(entry, r, host, work) for entry in recipe.steps
+    wheel_python = env_plan.python if env_plan is not None else host.python.executable
+    steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps
                   if _applies(r, entry))
     entries = [e for e in recipe.verify if _applies(r, e)]
     opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
@@ -457,7 +475,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
         verify.append(CodeObjectsCheck("device-code", where, archs, built_in=True))
     verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
-                steps, tuple(verify), _local_label(recipe, host, r, local_version))
+                steps, tuple(verify), _local_label(recipe, host, r, local_version),
+                build_env=env_plan if any(s.kind == "wheel" for s in steps) else None)
 
 
 def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:
@@ -612,7 +631,7 @@ def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
     return env
 
 
-def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs) -> Step:
+def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs, wheel_python: str) -> Step:
     key = f"{entry.pos.key}.{entry.kind}"
     src = str(work.src)
 
@@ -667,10 +686,10 @@ def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs) -> St
             body = r.tree(dict(entry.body), entry.pos, key)
             project = path_in_src(body.get("dir"), src)
             outdir = str(work.dist / name)
-            argv = [host.python.executable, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
+            argv = [wheel_python, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-w", outdir]
             argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
             argv += list(body.get("args", []))
-            return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir)
+            return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir, project=project)
         case _:
             assert_never(entry.kind)

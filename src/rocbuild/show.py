@@ -12,6 +12,7 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.proc import SHELL
+from rocbuild.roots.enter import inside as in_root
 from rocbuild.source import DirSource, GitSource
 
 Out = Callable[[str], None]
@@ -23,6 +24,13 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     out(f"  archs:  {', '.join(h.archs)}")
     out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
     out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
+    root = in_root()
+    if root is not None:
+        out(f"  root:   {root.get('name')} (Debian {root.get('suite') or '?'}, {root.get('tree')}, id {root.get('id')}): "
+            "every argv below, every probe and check runs inside it, entered as")
+        out(f"    {shlex.join(list(root.get('enter') or []))} ARGV")
+        out("    (plus --setenv for each variable; wheels built here need this root's glibc and libstdc++: "
+            "no manylinux tag is claimed)")
     if h.override:
         out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
     if plan.options:
@@ -78,6 +86,30 @@ def _requirements(plan: Plan, out: Out) -> None:
     if req.python_check_argv:
         out(f"  python modules: {', '.join(req.python_modules)}")
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")
+    root = in_root()
+    if root is not None and (req.tools or req.cmake_packages):
+        from rocbuild.build.requirements import root_packages
+        from rocbuild.roots.commands import install_argv
+        from rocbuild.roots.packages import map_requirements
+
+        mapping = map_requirements(req.tools, req.cmake_packages, root_packages(root))
+        for label, package in mapping.packages.items():
+            out(f"  {label}: Debian package {package}")
+        for label in mapping.unknown:
+            out(f"  {label}: no Debian package of {root.get('suite') or 'this root'} is known to provide it")
+        target = root.get("apt_target")
+        argv = install_argv(["<the missing ones>"], target if isinstance(target, str) else None)
+        out(f"  with --install-missing, the missing ones are installed into the root first: "
+            f"argv: {json.dumps(['apt-get', 'update', '-qq'])}, then {json.dumps(argv)}")
+    env = plan.build_env
+    if env is not None:
+        out(f"  build environment (wheel steps run in it; --no-build-env: the target python as it is): {env.folder}")
+        out(f"    argv: {json.dumps(list(env.create_argv))}")
+        out(f"    argv: {json.dumps(list(env.site_argv))}  (its answer: the target's site folders, imported "
+            f"after the venv's own through {env.site}/rocbuild-target.pth)")
+        out(f"    argv: {json.dumps(list(env.install_argv([*env.distributions, '<build-system.requires>'])))}")
+        out("    (<build-system.requires>: read from each wheel step's pyproject.toml after prepare, torch left "
+            "out; skipped while the list is unchanged)")
     if req.torch_check_argv:
         out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
         out(f"    argv: {json.dumps(list(req.torch_check_argv))}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -162,9 +163,10 @@ def test_commit_pin_mismatch_fails(cli, tmp_path, repo, rocm61):
 def test_missing_requirements_exit_3_before_anything_runs(cli, tmp_path, repo, rocm61):
     recipe = write_recipe(tmp_path, repo, extra_python=", no_such_module_xyz",
                           extra_requires="  cmake-packages: [hipblas, hipfoo]")
-    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    code, _, err = build(cli, recipe, tmp_path, rocm61, "--no-build-env")
     assert code == 3
     assert "no_such_module_xyz" in err and "CMake package 'hipfoo' not found" in err
+    assert f"install them: {sys.executable} -m pip install no_such_module_xyz" in err
     assert "hipblas" not in err.split("hipfoo")[0].split("this host")[1]
     assert not (tmp_path / "w" / "src").exists()
 

@@ -34,7 +34,11 @@ def test_plan_builds_against_the_target_torch(cli, tmp_path, rocm61, recipe, for
     python, _ = make_venv(tmp_path / "venv", "rocm6.1")
     plan = plan_json(cli, recipe, "--arch", "gfx90a,gfx1100", "--rocm", rocm61, "--python", python)
     (step,) = plan["steps"]
-    assert step["argv"][:4] == [str(python.absolute()), "-m", "pip", "wheel"]
+    # The wheel is built in a build environment layered on the target python, whose torch it sees.
+    env = plan["build_env"]
+    assert env["create"][0] == str(python.absolute()) and env["target_site"][0] == str(python.absolute())
+    assert step["argv"][:4] == [env["python"], "-m", "pip", "wheel"]
+    assert "torch" not in " ".join(env["install"])
     assert "--no-build-isolation" in step["argv"]
     assert step["env"][force] == "TRUE"
     assert step["env"]["HIP_ARCHITECTURES"] == "gfx90a,gfx1100"

@@ -95,8 +95,10 @@ def recipe(tmp_path) -> Path:
 
 
 def plan_for(tmp_path: Path, recipe: Path, rocm: Path, work: str = "w") -> Plan:
+    # The recorded runner runs nothing, so there is no build environment to make (tests of it run it for real).
     return assemble(BuildRequest(str(recipe), arch="gfx90a", rocm=str(rocm), out=str(tmp_path / "wheelhouse"),
-                                 work=str(tmp_path / work), jobs=1, environ={"ROCBUILD_CCACHE": "0"}))
+                                 work=str(tmp_path / work), jobs=1, environ={"ROCBUILD_CCACHE": "0"},
+                                 build_env=False))
 
 
 def engine(plan: Plan, runner: FakeRunner, *, cache: BuildCache | None = None, toolchain: Toolchain = TOOLCHAIN,

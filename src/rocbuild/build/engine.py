@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, assert_never
 
+from rocbuild import buildenv
 from rocbuild.build.checks import Checker, tail
 from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.build.patch import apply_patch
@@ -32,6 +33,7 @@ from rocbuild.build.publish import finalize, publish
 from rocbuild.build.requirements import check_requirements, probe_torch
 from rocbuild.build.workspace import Workspace, chain_of, fingerprint
 from rocbuild.buildcache import BuildCache, Entry
+from rocbuild.buildenv import BuildEnv
 from rocbuild.detect.rocm import Rocm, probe_tool
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
@@ -71,7 +73,7 @@ class Engine:
 
     def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, *, cache: BuildCache | None = None,
                  locked: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None,
-                 toolchain: Callable[[Rocm], Toolchain] = probe_toolchain):
+                 toolchain: Callable[[Rocm], Toolchain] = probe_toolchain, install_missing: bool = False):
         self.plan = plan
         self.runner = runner
         self.progress = progress
@@ -80,6 +82,8 @@ class Engine:
         self.locked = locked  # a lock file's contents the build must match (build --locked)
         self.environ = dict(os.environ if environ is None else environ)
         self.toolchain = toolchain
+        self.install_missing = install_missing  # inside a build root: apt-get install what the recipe lacks
+        self._env_ready = False  # the build environment was made or found current in this run
 
     # -- entry points -------------------------------------------------------
 
@@ -104,7 +108,7 @@ class Engine:
             # but never clone a repository for the first time for a host that cannot build it.
             first_clone = isinstance(plan.source, GitSource) and not Path(plan.source.mirror, "HEAD").is_file()
             if first_clone and check_host:
-                check_requirements(plan, self.runner, req_log, torch_env)
+                check_requirements(plan, self.runner, req_log, torch_env, install_missing=self.install_missing)
             # Appended to, not replaced: a run that finds the tree up to date keeps the record of how it was made.
             prepare_log = self.workspace.log_path(0, "prepare", fresh=False)
             with open(prepare_log, "a", encoding="utf-8") as fh:
@@ -118,7 +122,7 @@ class Engine:
                 if hit is not None:
                     return self._from_cache(hit)
             if not first_clone and check_host:
-                check_requirements(plan, self.runner, req_log, torch_env)
+                check_requirements(plan, self.runner, req_log, torch_env, install_missing=self.install_missing)
             previous = self._prepare(resolved, identity, prepare_log)
             if until == "prepare":
                 return BuildResult((), plan.work.src, stopped_after="prepare")
@@ -227,6 +231,8 @@ class Engine:
             self.progress.skipped(label, "done in an earlier run, inputs unchanged")
             return chain
         self.workspace.drop_stamp(stamp)
+        if step.kind == "wheel" and self.plan.build_env is not None and not self._env_ready:
+            self._build_env(self.plan.build_env)
         line = step.command_line()
         started = self.progress.start(label, line if len(line) < 160 else "")
         log = self.workspace.log_path(index, step.name)
@@ -245,6 +251,33 @@ class Engine:
         chain = self.workspace.finish(stamp, fp)
         self.progress.done(label, started)
         return chain
+
+    def _build_env(self, env: BuildEnv) -> None:
+        """Make (or reuse) the build environment the wheel steps run in."""
+        requirements = buildenv.wanted(env, [Path(s.project) for s in self.plan.wheel_steps if s.project])
+        label = "build-env"
+        started = self.progress.start(label, " ".join(requirements) or "nothing to install")
+        if buildenv.is_current(env, requirements):
+            self._env_ready = True
+            self.progress.done(label, started, "up to date")
+            return
+        log = self.workspace.log_path(0, "build-env")
+        buildenv.discard(env)
+        commands = [env.create_argv, env.site_argv] + ([env.install_argv(requirements)] if requirements else [])
+        for argv in commands:
+            result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
+            if argv == env.site_argv and result.exit_code == 0:
+                buildenv.layer(env, result.output)
+            if result.exit_code != 0:
+                no_pip = "No module named pip" in result.output
+                why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
+                       "apt-get install python3-pip), or build with --no-build-env" if no_pip else
+                       f"{argv[0]} exited with {result.exit_code}")
+                raise StepFailed(f"{label}: {why}", hint=tail(log) + f"\nfull log: {log}\n"
+                                 "fix the cause and run the same command again: finished steps are kept")
+        buildenv.record(env, requirements)
+        self._env_ready = True
+        self.progress.done(label, started, f"{len(requirements)} requirement(s) in {env.folder}")
 
     # -- wheels -------------------------------------------------------------
 

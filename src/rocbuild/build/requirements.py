@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
+from rocbuild.buildenv import distribution_of
 from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
-from rocbuild.errors import HostNotReady
+from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan import Plan
 from rocbuild.proc import StepRunner
+from rocbuild.roots.commands import install_argv
+from rocbuild.roots.enter import inside
+from rocbuild.roots.packages import listed_packages, map_requirements
 
 
 def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
@@ -29,8 +34,11 @@ def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
         return None
 
 
-def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: PythonEnv | None) -> None:
-    """Raise HostNotReady listing every missing requirement. `torch_env`: probe_torch's answer."""
+def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: PythonEnv | None, *,
+                       install_missing: bool = False) -> None:
+    """Raise HostNotReady listing every missing requirement. `torch_env`: probe_torch's answer.
+    Inside a build root, missing tools and CMake packages are named as Debian packages, and
+    `install_missing` installs them into the root first."""
     req = plan.requirements
     rocm = plan.host.rocm
     problems: list[str] = []
@@ -39,25 +47,81 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
             problems.append(f"cannot tell the ROCm version at {rocm.path} (the recipe needs ROCm {req.rocm})")
         elif not SpecifierSet(req.rocm).contains(str(rocm.version), prereleases=True):
             problems.append(f"ROCm {rocm.version} at {rocm.path} does not satisfy {req.rocm}")
-    for tool in req.tools:
-        if shutil.which(tool, path=plan.base_env.get("PATH", os.environ.get("PATH"))) is None:
-            problems.append(f"tool {tool!r} not found on PATH")
-    for pkg in (p for p in req.cmake_packages if rocm.cmake_package(p) is None):
+    tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
+    root = inside()
+    install_hint = ""
+    if root is not None and (tools or packages):
+        mapping = map_requirements(tools, packages, root_packages(root))
+        if install_missing and mapping.packages:
+            _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
+            tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
+            mapping = map_requirements(tools, packages, root_packages(root))
+        if mapping.packages:
+            names = " ".join(sorted(set(mapping.packages.values())))
+            install_hint = (f"\ninstall them into the root: rocbuild root install {root.get('name')} {names}\n"
+                            "(or run the same command with --install-missing)")
+    for tool in tools:
+        problems.append(f"tool {tool!r} not found on PATH" + _debian(root, f"tool {tool!r}", tools, packages))
+    for pkg in packages:
         roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
-        problems.append(f"CMake package {pkg!r} not found under {roots}")
+        problems.append(f"CMake package {pkg!r} not found under {roots}"
+                        + _debian(root, f"CMake package {pkg!r}", tools, packages))
     if req.python_check_argv:
         result = runner.run(req.python_check_argv, cwd=os.getcwd(), env=plan.base_env, log=log)
         if result.exit_code != 0:
-            missing = result.output.strip().splitlines()[-1:] or ["?"]
-            problems.append(f"python {plan.host.python.executable} lacks build module(s): {missing[0]}")
+            missing = (result.output.strip().splitlines()[-1:] or ["?"])[0]
+            python = plan.host.python.executable
+            command = shlex.join([python, "-m", "pip", "install", *(distribution_of(m) for m in missing.split())])
+            problems.append(f"python {python} lacks build module(s): {missing}\n  install them: {command}\n"
+                            "  (or leave out --no-build-env: rocbuild then installs them into a build environment)")
     if req.torch_check_argv:
         problems += _torch_problems(plan, torch_env, log)
     if problems:
         raise HostNotReady(
             f"this host cannot build {plan.recipe.name} yet:",
-            hint="\n".join("- " + p for p in problems)
+            hint="\n".join("- " + p for p in problems) + install_hint
             + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
         )
+
+
+def _missing_tools(plan: Plan) -> list[str]:
+    path = plan.base_env.get("PATH", os.environ.get("PATH"))
+    return [t for t in plan.requirements.tools if shutil.which(t, path=path) is None]
+
+
+def _missing_cmake_packages(plan: Plan) -> list[str]:
+    return [p for p in plan.requirements.cmake_packages if plan.host.rocm.cmake_package(p) is None]
+
+
+def root_packages(root: dict[str, object]) -> set[str] | dict[str, str]:
+    """What the root's suite offers: the archive's index (cached), else apt's lists in the root."""
+    mirror, suite = root.get("mirror"), root.get("suite")
+    if isinstance(mirror, str) and isinstance(suite, str):
+        from rocbuild.roots.archive import Archive
+
+        try:
+            return Archive(mirror).suite(suite).packages
+        except RocbuildError:
+            pass
+    return listed_packages()
+
+
+def _debian(root: dict[str, object] | None, label: str, tools: list[str], packages: list[str]) -> str:
+    if root is None:
+        return ""
+    mapping = map_requirements(tools, packages, root_packages(root))
+    if label in mapping.packages:
+        return f" (Debian package {mapping.packages[label]})"
+    return f" (no package of Debian {root.get('suite') or 'this root'} is known to provide it)"
+
+
+def _install(plan: Plan, runner: StepRunner, log: Path, root: dict[str, object], packages: list[str]) -> None:
+    target = root.get("apt_target")
+    for argv in (["apt-get", "update", "-qq"], install_argv(packages, target if isinstance(target, str) else None)):
+        result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
+        if result.exit_code != 0:
+            raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",
+                               hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
 
 
 def _torch_problems(plan: Plan, env: PythonEnv | None, log: Path) -> list[str]:

@@ -1,0 +1,182 @@
+"""Real builds in real ROCm toolchains: recipes built in Debian build roots (one per ROCm release),
+each wheel's device code checked twice, by rocbuild verify and by LLVM's own tools from the root
+(llvm-objcopy pulls out .hip_fatbin, clang-offload-bundler --list names its entries). The results
+go to a JSON file, one record per recipe and ROCm: recipe, ROCm, archs, verdict, times.
+
+    python scripts/real-builds.py --rocm 6.4,7.2 --recipes hello-hip,bitsandbytes \\
+        --source-dir bitsandbytes=~/src/bitsandbytes --results real-builds/results.json
+
+Sources: a recipe's own (git, or the repository's examples), `--source-dir NAME=DIR`, or
+`--sdist NAME=REQUIREMENT` (an sdist from the package index, unpacked). Exit 1 when a build that is
+not named by --expect-fail fails, or when either check disagrees with the archs asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROCBUILD = [sys.executable, "-m", "rocbuild"]
+LLVM_CHECK = ('set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; '
+              '"$P/llvm-objcopy" --dump-section .hip_fatbin="$2" "$1" && '
+              '"$P/clang-offload-bundler" --list --type=o --input="$2"')
+
+
+def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    print("$ " + " ".join(argv), file=sys.stderr, flush=True)
+    return subprocess.run(argv, text=True, check=False, **kw)
+
+
+def pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            sys.exit(f"{flag} {item!r}: give NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def ensure_root(rocm: str, prefix: str) -> tuple[str, float]:
+    name = f"{prefix}{rocm}"
+    listed = json.loads(run([*ROCBUILD, "root", "list", "--json"], capture_output=True).stdout or "[]")
+    if any(r["name"] == name for r in listed):
+        return name, 0.0
+    started = time.monotonic()
+    if run([*ROCBUILD, "root", "create", name, "--rocm", rocm]).returncode != 0:
+        sys.exit(f"could not make a ROCm {rocm} root")
+    return name, time.monotonic() - started
+
+
+def root_info(name: str) -> dict[str, Any]:
+    listed = json.loads(run([*ROCBUILD, "root", "list", "--json"], capture_output=True).stdout or "[]")
+    return next(r for r in listed if r["name"] == name)
+
+
+def unpack_sdist(requirement: str, into: Path) -> Path:
+    if run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
+            "-q", "-d", str(into), requirement]).returncode != 0:
+        sys.exit(f"cannot download the sdist {requirement}")
+    archive = next(into.glob("*.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return next(p for p in into.iterdir() if p.is_dir())
+
+
+def llvm_targets(root: str, wheel: Path, scratch: Path) -> dict[str, list[str]]:
+    """{file in the wheel: offload bundle entries}, as the root's LLVM tools list them."""
+    unpacked = scratch / wheel.stem
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(unpacked)
+    found: dict[str, list[str]] = {}
+    for path in sorted(unpacked.rglob("*.so*")):
+        if not path.is_file() or b".hip_fatbin" not in path.read_bytes():
+            continue
+        result = run([*ROCBUILD, "root", "run", root, "--", "sh", "-c", LLVM_CHECK, "sh", str(path),
+                      str(path) + ".fatbin"], capture_output=True, cwd=scratch)
+        entries = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        found[str(path.relative_to(unpacked))] = entries if result.returncode == 0 else [f"error: {result.stderr}"]
+    return found
+
+
+def covers(entries: list[str], arch: str) -> bool:
+    return any(e.split("--")[-1].split(":")[0] == arch for e in entries)
+
+
+def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, sets: list[str],
+              scratch: Path) -> dict[str, Any]:
+    out = scratch / f"wheelhouse-{recipe}-{rocm}"
+    argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
+            "--no-cache"]
+    if source is not None:
+        argv += ["--source-dir", str(source)]
+    for s in sets:
+        argv += ["--set", s]
+    started = time.monotonic()
+    result = run(argv, capture_output=True)
+    seconds = round(time.monotonic() - started, 1)
+    sys.stderr.write(result.stderr[-4000:])
+    record: dict[str, Any] = {"recipe": recipe, "rocm": rocm, "archs": archs.split(","), "build_seconds": seconds,
+                              "exit_code": result.returncode, "sets": sets,
+                              "source": str(source) if source else "recipe"}
+    wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
+    record["wheels"] = [w.name for w in wheels]
+    if result.returncode != 0:
+        lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        record["verdict"] = "fail"
+        record["why"] = lines[-1] if lines else f"exit {result.returncode}"
+        return record
+    checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, wheels)], capture_output=True)
+    record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"
+    llvm: dict[str, list[str]] = {}
+    for wheel in wheels:
+        llvm.update(llvm_targets(root, wheel, scratch))
+    record["llvm_offload_entries"] = llvm
+    device_files = [entries for entries in llvm.values() if entries]
+    llvm_ok = bool(device_files) and all(covers(e, a) for e in device_files for a in archs.split(","))
+    record["llvm_check"] = "ok" if llvm_ok else "missing archs or no device code"
+    record["verdict"] = "pass" if checked.returncode == 0 and llvm_ok else "fail"
+    if record["verdict"] == "fail":
+        record["why"] = f"rocbuild verify: {record['rocbuild_verify']}; LLVM: {record['llvm_check']}"
+    return record
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rocm", default="7.2", help="ROCm releases, comma-separated (default 7.2)")
+    p.add_argument("--recipes", default="hello-hip", help="recipes, comma-separated (default hello-hip)")
+    p.add_argument("--arch", default="gfx1100,gfx942,gfx1201")
+    p.add_argument("--source-dir", action="append", default=[], metavar="NAME=DIR")
+    p.add_argument("--sdist", action="append", default=[], metavar="NAME=REQUIREMENT")
+    p.add_argument("--set", action="append", default=[], metavar="NAME:OPTION=VALUE", help="a recipe's option")
+    p.add_argument("--expect-fail", action="append", default=[], metavar="NAME",
+                   help="a recipe known not to build yet: its failure is recorded, not fatal")
+    p.add_argument("--root-prefix", default="real-rocm", help="roots are named PREFIX<rocm> (made when missing)")
+    p.add_argument("--results", default="real-builds/results.json")
+    args = p.parse_args()
+    sources = {k: Path(v).expanduser().resolve() for k, v in pairs(args.source_dir, "--source-dir").items()}
+    sdists = pairs(args.sdist, "--sdist")
+    sets: dict[str, list[str]] = {}
+    for item in args.set:
+        name, _, setting = item.partition(":")
+        sets.setdefault(name, []).append(setting)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="real-builds-") as tmp:
+        scratch = Path(tmp)
+        for name, requirement in sdists.items():
+            sources[name] = unpack_sdist(requirement, scratch / f"sdist-{name}")
+        for rocm in args.rocm.split(","):
+            root, made_in = ensure_root(rocm, args.root_prefix)
+            info = root_info(root)
+            for recipe in args.recipes.split(","):
+                record = build_one(recipe, rocm, root, args.arch, sources.get(recipe), sets.get(recipe, []), scratch)
+                record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
+                               "rocm_packages": {k: v for k, v in info.get("versions", {}).items()
+                                                 if k in ("hipcc", "libamdhip64-dev")},
+                               "root_create_seconds": round(made_in, 1),
+                               "expected_fail": recipe in args.expect_fail,
+                               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+                records.append(record)
+                print(f"{recipe} on ROCm {rocm}: {record['verdict']} in {record['build_seconds']}s"
+                      + (f" ({record.get('why')})" if record["verdict"] != "pass" else ""), flush=True)
+    results = Path(args.results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(records, indent=2) + "\n")
+    print(f"results: {results}")
+    bad = [r for r in records if r["verdict"] != "pass" and not r["expected_fail"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

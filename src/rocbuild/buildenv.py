@@ -1,0 +1,162 @@
+"""The build environment of wheel steps: a venv layered on the target python.
+
+Everything the target python sees stays visible (torch above all, which must be the target's own
+ROCm build): the venv's site folder holds a .pth file that adds the target's own site folders
+after the venv's (`venv --system-site-packages` would not do: on a target that is itself a venv it
+shows the base interpreter's packages, not the venv's). The venv adds what the build needs: the
+recipe's `requires.python` and the project's `build-system.requires` (torch never: it must come
+from the target python). pip runs from the target python's installation, so the venv needs no pip
+of its own. The venv is reused while the list of what it holds is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from rocbuild.errors import StepFailed
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+# Import names whose distribution is called something else.
+MODULE_DISTRIBUTIONS = {
+    "yaml": "PyYAML", "skbuild": "scikit-build", "PIL": "Pillow", "cv2": "opencv-python", "attr": "attrs",
+    "pkg_resources": "setuptools", "sklearn": "scikit-learn", "dateutil": "python-dateutil",
+    "OpenSSL": "pyOpenSSL", "google.protobuf": "protobuf", "Cython": "cython",
+}
+# Never installed into the build environment: an extension must build against the target python's own.
+FROM_TARGET_ONLY = frozenset({"torch"})
+# What pip assumes for a project without a [build-system] table (PEP 517, PEP 518).
+LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
+STATE_FILE = "rocbuild-env.json"
+LAYER_FILE = "rocbuild-target.pth"
+# Run by the target python: the site folders it imports from, in order, as JSON.
+SITE_FOLDERS = ("import json, site, sys; "
+                "print(json.dumps([p for p in sys.path if p.rstrip('/').endswith(('site-packages', 'dist-packages'))]))")
+
+
+def distribution_of(module: str) -> str:
+    return MODULE_DISTRIBUTIONS.get(module) or MODULE_DISTRIBUTIONS.get(module.split(".")[0]) or module.split(".")[0]
+
+
+@dataclass(frozen=True)
+class BuildEnv:
+    folder: str
+    target: str  # the target python it is layered on
+    version: str  # its "X.Y"
+    distributions: tuple[str, ...]  # from requires.python, torch left out
+
+    @property
+    def python(self) -> str:
+        return str(Path(self.folder) / "bin" / "python")
+
+    @property
+    def site(self) -> Path:
+        return Path(self.folder) / "lib" / f"python{self.version}" / "site-packages"
+
+    @property
+    def create_argv(self) -> tuple[str, ...]:
+        return (self.target, "-m", "venv", "--without-pip", self.folder)
+
+    @property
+    def site_argv(self) -> tuple[str, ...]:
+        """Asks the target python for its site folders, which the venv then imports from too."""
+        return (self.target, "-c", SITE_FOLDERS)
+
+    def install_argv(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        return (self.python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *requirements)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"folder": self.folder, "python": self.python, "create": list(self.create_argv),
+                "target_site": list(self.site_argv),
+                "install": list(self.install_argv([*self.distributions, "<build-system.requires>"]))}
+
+
+def make_build_env(folder: Path, target: str, version: str, modules: Iterable[str]) -> BuildEnv:
+    dists = [distribution_of(m) for m in modules]
+    return BuildEnv(str(folder), target, version, tuple(d for d in dict.fromkeys(dists) if not _from_target(d)))
+
+
+def layer(env: BuildEnv, site_answer: str) -> list[str]:
+    """Write the .pth that puts the target's site folders (SITE_FOLDERS' answer) after the venv's own;
+    `site.addsitedir` also runs the .pth files in them (editable installs, say). Returns the folders."""
+    folders: Any = None
+    for line in reversed(site_answer.splitlines()):  # stdout's line, wherever stderr put its own
+        try:
+            folders = json.loads(line)
+            break
+        except ValueError:
+            continue
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise StepFailed(f"build-env: cannot read the site folders of {env.target} (it answered "
+                         f"{site_answer.strip()[:200]!r})")
+    env.site.mkdir(parents=True, exist_ok=True)
+    lines = [f"import site; site.addsitedir({f!r})" for f in folders]
+    (env.site / LAYER_FILE).write_text("\n".join(lines) + "\n")
+    return folders
+
+
+def _from_target(requirement: str) -> bool:
+    try:
+        name = Requirement(requirement).name
+    except InvalidRequirement:
+        return False
+    return canonicalize_name(name) in FROM_TARGET_ONLY
+
+
+def build_system_requires(project: Path) -> list[str]:
+    """The project's [build-system] requires (PEP 518), or pip's assumption when it has none."""
+    pyproject = project / "pyproject.toml"
+    if not pyproject.is_file():
+        return list(LEGACY_BUILD_REQUIRES)
+    try:
+        data = tomllib.loads(pyproject.read_text(errors="replace"))
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise StepFailed(f"{pyproject}: cannot read it ({exc})") from None
+    table = data.get("build-system")
+    if not isinstance(table, dict) or "requires" not in table:
+        return list(LEGACY_BUILD_REQUIRES)
+    requires = table["requires"]
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise StepFailed(f"{pyproject}: build-system.requires is not a list of strings")
+    for item in requires:
+        try:
+            Requirement(item)
+        except InvalidRequirement as exc:
+            raise StepFailed(f"{pyproject}: build-system.requires {item!r} is not a requirement ({exc})") from None
+    return list(requires)
+
+
+def wanted(env: BuildEnv, projects: Iterable[Path]) -> list[str]:
+    out = list(env.distributions)
+    for project in projects:
+        out += [r for r in build_system_requires(project) if not _from_target(r)]
+    return list(dict.fromkeys(out))
+
+
+def is_current(env: BuildEnv, requirements: Sequence[str]) -> bool:
+    try:
+        state = json.loads((Path(env.folder) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(state, dict) and state.get("requirements") == list(requirements)
+            and state.get("target") == env.target and Path(env.python).exists())
+
+
+def record(env: BuildEnv, requirements: Sequence[str]) -> None:
+    (Path(env.folder) / STATE_FILE).write_text(json.dumps({"target": env.target, "requirements": list(requirements)}))
+
+
+def discard(env: BuildEnv) -> None:
+    shutil.rmtree(env.folder, ignore_errors=True)

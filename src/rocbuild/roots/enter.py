@@ -1,0 +1,182 @@
+"""Running rocbuild inside a build root.
+
+`--root` re-runs the same rocbuild command inside the root, through bubblewrap: the root's tree is
+`/`, this machine's devices, /sys and /tmp are shared, and so are the folders the command names
+(work, --out, --source-dir, recipes, the cache) at the same paths. Inside, every probe, step and
+check is the root's own (its hipcc, cmake, python3, apt), with nothing to translate. rocbuild
+itself runs from this machine's Python, reached read-only under HOST_MOUNT and started through
+this machine's dynamic loader, so the root needs no copy of rocbuild and its imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocbuild.errors import HostNotReady, UsageError
+from rocbuild.paths import cache_root, config_root
+from rocbuild.roots.store import Root
+
+HOST_MOUNT = "/run/rocbuild-host"
+# The root's own system: a folder of this machine can't be shared at these paths.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/boot", "/opt",
+               "/proc", "/sys", "/dev", "/run")
+ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What crosses into the root from this environment: rocbuild's own settings, GPU selection, proxies,
+# the package index, reproducibility and terminal settings.
+PASSED_ENV = ("TERM", "NO_COLOR", "COLUMNS", "SOURCE_DATE_EPOCH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+              "HSA_OVERRIDE_GFX_VERSION", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "http_proxy", "https_proxy",
+              "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+              "PIP_TRUSTED_HOST", "PIP_FIND_LINKS")
+LOADERS = {"x86_64": "/lib64/ld-linux-x86-64.so.2", "aarch64": "/lib/ld-linux-aarch64.so.1"}
+IN_ROOT = "ROCBUILD_ROOT"  # set inside: the root's description, as JSON
+BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
+        "from rocbuild.cli import main; sys.exit(main())")
+
+
+@dataclass(frozen=True)
+class Share:
+    path: Path  # absolute, the same inside and out
+    writable: bool
+    flag: str  # what named it, for messages
+
+
+def inside() -> dict[str, Any] | None:
+    """The root this process runs in (as the outer rocbuild described it), or None on the host."""
+    text = os.environ.get(IN_ROOT)
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def check_share(share: Share) -> None:
+    text = str(share.path)
+    for system in SYSTEM_DIRS:
+        if text == system or text.startswith(system + "/"):
+            raise UsageError(f"{share.flag} {share.path}: cannot be shared with a build root ({system} is the "
+                             "root's own)", hint="use a folder elsewhere (your home, /srv, /tmp, ...)")
+
+
+def bwrap_prefix(root: Root, shares: Sequence[Share], cwd: Path, env: Mapping[str, str]) -> list[str]:
+    """The bwrap argv up to `--`: what enters the root."""
+    argv = ["bwrap", "--bind", str(root.tree), "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
+            "--ro-bind", "/sys", "/sys", "--tmpfs", "/run", "--ro-bind", "/", HOST_MOUNT, "--bind", "/tmp", "/tmp",
+            "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    if os.geteuid() != 0:  # rootless: a user namespace in which this user is root
+        argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    for share in sorted(shares, key=lambda s: len(s.path.parts)):
+        if share.path == Path("/tmp") or Path("/tmp") in share.path.parents:
+            continue
+        argv += ["--bind" if share.writable else "--ro-bind", str(share.path), str(share.path)]
+    argv += ["--die-with-parent", "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", str(cwd)]
+    return argv
+
+
+def host_python_argv() -> list[str]:
+    """This machine's Python (the one running rocbuild), started inside the root through this machine's
+    loader and libraries, with rocbuild's import path."""
+    exe = Path(sys.executable).resolve()
+    loader = LOADERS.get(platform.machine())
+    if loader is None:
+        raise HostNotReady(f"--root: not supported on {platform.machine()} yet")
+    libdirs = [Path(sys.base_prefix) / "lib"]
+    for d in ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib"):
+        libdirs += [Path(d) / f"{platform.machine()}-linux-gnu", Path(d)]
+    conf = Path("/etc/ld.so.conf.d")
+    if conf.is_dir():
+        for file in sorted(conf.glob("*.conf")):
+            libdirs += [Path(line.strip()) for line in file.read_text(errors="replace").splitlines()
+                        if line.strip().startswith("/")]
+    search = ":".join(HOST_MOUNT + str(d) for d in dict.fromkeys(libdirs) if d.is_dir())
+    paths = [HOST_MOUNT + p for p in sys.path if p and os.path.exists(p)]
+    return [HOST_MOUNT + os.path.realpath(loader), "--library-path", search, HOST_MOUNT + str(exe), "-E", "-s",
+            "-c", BOOT, json.dumps(paths)]
+
+
+def root_env(root: Root, prefix_shown: list[str]) -> dict[str, str]:
+    env = {"PATH": ROOT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
+           "XDG_CACHE_HOME": str(cache_root().parent), "XDG_CONFIG_HOME": str(config_root().parent)}
+    env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("ROCBUILD_")})
+    ident = root.identity()
+    env[IN_ROOT] = json.dumps({"name": root.name, "tree": str(root.tree), "suite": root.info.get("suite"),
+                               "mirror": root.info.get("mirror"),
+                               "apt_target": root.apt_target, "id": ident["id"], "versions": ident["versions"],
+                               "enter": prefix_shown})
+    return env
+
+
+def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share]) -> int:
+    """Run `rocbuild ARGS` inside the root; its exit code."""
+    for share in shares:
+        check_share(share)
+    cwd = Path.cwd()
+    try:
+        check_share(Share(cwd, True, "the current folder"))
+        shares = [*shares, Share(cwd, True, "the current folder")]
+    except UsageError:
+        cwd = Path("/")
+    for share in shares:
+        if share.writable:
+            share.path.mkdir(parents=True, exist_ok=True)
+    return run_command(root, [*host_python_argv(), *args], shares, cwd)
+
+
+def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = (), cwd: Path = Path("/")) -> int:
+    """Run `command` inside the root, passing SIGTERM and SIGHUP on; its exit code."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        raise HostNotReady("--root needs bubblewrap (bwrap), which is not installed",
+                           hint="install it: apt-get install bubblewrap")
+    # What `plan` shows as the way in: the bwrap options, without the variables it sets.
+    shown = bwrap_prefix(root, shares, cwd, {}) + ["--"]
+    env = root_env(root, shown)
+    read_end, write_end = os.pipe()
+    argv = [*bwrap_prefix(root, shares, cwd, env), "--info-fd", str(write_end), "--", *command]
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    child: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        # Ctrl-C reaches the process inside through the terminal's process group; SIGTERM and SIGHUP
+        # sent to this process alone are passed on, so rocbuild inside stops its steps and says so.
+        if signum != signal.SIGINT and child:
+            try:
+                os.kill(child[0], signum)
+            except ProcessLookupError:
+                pass
+
+    for sig in old:
+        signal.signal(sig, forward)
+    try:
+        proc = subprocess.Popen(argv, pass_fds=(write_end,))
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as fh:
+            info = fh.read()
+        try:
+            child.append(int(json.loads(info.decode() or "{}")["child-pid"]))
+        except (ValueError, KeyError, TypeError):
+            pass
+        code = proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if code == 1 and not child:
+        raise HostNotReady(f"cannot enter the root {root.name} ({root.tree}) with bubblewrap",
+                           hint="as root this always works; without root, unprivileged user namespaces must be "
+                                "allowed (sysctl kernel.unprivileged_userns_clone=1)")
+    return code if code >= 0 else 128 - code

@@ -1,0 +1,59 @@
+"""A recipe's requirements (CMake packages, tools) as the Debian packages that provide them, checked
+against the root's suite as the archive lists it now."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+# Names Debian spells differently from the requirement; the rest follow lib<name>-dev or <name>.
+CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
+                  "rocm-core": "librocm-core-dev", "amd_comgr": "libamd-comgr-dev",
+                  "hsa-runtime64": "libhsa-runtime-dev", "rocm_smi": "librocm-smi-dev"}
+TOOLS = {"hipconfig": "hipcc", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
+         "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc"}
+APT_LISTS = Path("/var/lib/apt/lists")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    packages: dict[str, str]  # requirement (as the recipe names it) -> Debian package
+    unknown: tuple[str, ...]  # requirements no package of the suite is known to provide
+
+
+def cmake_candidates(name: str) -> list[str]:
+    low = name.lower()
+    return [CMAKE_PACKAGES[low]] if low in CMAKE_PACKAGES else [f"lib{low}-dev", f"{low}-dev", low]
+
+
+def tool_candidates(name: str) -> list[str]:
+    return [TOOLS[name]] if name in TOOLS else [name]
+
+
+def map_requirements(tools: Iterable[str], cmake_packages: Iterable[str], available: Container[str]) -> Mapping:
+    found: dict[str, str] = {}
+    unknown: list[str] = []
+    wanted = [(f"tool {t!r}", tool_candidates(t)) for t in tools]
+    wanted += [(f"CMake package {p!r}", cmake_candidates(p)) for p in cmake_packages]
+    for label, candidates in wanted:
+        package = next((c for c in candidates if c in available), None)
+        if package is None:
+            unknown.append(label)
+        else:
+            found[label] = package
+    return Mapping(found, tuple(unknown))
+
+
+def listed_packages(lists: Path = APT_LISTS) -> set[str]:
+    """Package names in apt's downloaded indexes (empty until `apt-get update` ran)."""
+    names: set[str] = set()
+    if not lists.is_dir():
+        return names
+    for index in lists.glob("*_Packages"):
+        try:
+            with open(index, encoding="utf-8", errors="replace") as fh:
+                names.update(line[9:].strip() for line in fh if line.startswith("Package: "))
+        except OSError:
+            continue
+    return names

@@ -1,0 +1,130 @@
+"""Build roots on disk: XDG_DATA_HOME/rocbuild/roots/NAME holds `tree/` (the Debian userland) and
+`root.json` (how it was made). `--root` also takes any folder holding a Debian tree."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocbuild.errors import UsageError
+from rocbuild.paths import data_root, short_hash
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_ACCEPTED = "letters, digits, '.', '_' and '-', starting with a letter or digit (at most 64)"
+INFO = "root.json"
+TREE = "tree"
+# The packages whose versions make a root's identity and are shown by `root list`.
+SHOWN_PACKAGES = ("hipcc", "libamdhip64-dev", "libhipblas-dev", "libhipblaslt-dev", "librocblas-dev", "librccl-dev",
+                  "librocm-core-dev", "cmake", "g++", "python3", "libc6")
+
+
+def roots_folder() -> Path:
+    return data_root() / "roots"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise UsageError(f"root name {name!r}: not accepted", hint=f"accepted: {NAME_ACCEPTED}")
+    return name
+
+
+def installed_packages(tree: Path) -> dict[str, str]:
+    """{package: version} of what dpkg has installed in `tree`."""
+    try:
+        text = (tree / "var" / "lib" / "dpkg" / "status").read_text(errors="replace")
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for stanza in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[:1].isspace())
+        if fields.get("Status", "").endswith(" installed") and "Package" in fields and "Version" in fields:
+            out[fields["Package"]] = fields["Version"]
+    return out
+
+
+@dataclass(frozen=True)
+class Root:
+    name: str
+    tree: Path  # the userland's /
+    info: dict[str, Any] = field(default_factory=dict)  # root.json; empty for a bare tree given as --root DIR
+
+    @property
+    def folder(self) -> Path:
+        return self.tree.parent if self.info else self.tree
+
+    def packages(self) -> dict[str, str]:
+        return installed_packages(self.tree)
+
+    def identity(self) -> dict[str, Any]:
+        """What a build in this root depends on: its suite and the versions of its toolchain packages."""
+        installed = self.packages()
+        versions = {p: installed[p] for p in SHOWN_PACKAGES if p in installed}
+        rocm = {p: v for p, v in installed.items() if p.startswith(("librocm", "libhip", "libamdhip", "rocm-", "hip"))}
+        return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm], 12), "versions": versions}
+
+    @property
+    def apt_target(self) -> str | None:
+        value = self.info.get("apt_target")
+        return value if isinstance(value, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        ident = self.identity()
+        return {"name": self.name, "path": str(self.tree), "suite": self.info.get("suite"),
+                "rocm": self.info.get("rocm"), "mirror": self.info.get("mirror"), "created": self.info.get("created"),
+                "mode": self.info.get("mode"), "id": ident["id"], "versions": ident["versions"]}
+
+
+def is_tree(path: Path) -> bool:
+    return (path / "usr" / "bin" / "dpkg").is_file() and (path / "var" / "lib" / "dpkg" / "status").is_file()
+
+
+def read_info(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / INFO).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def all_roots() -> list[Root]:
+    folder = roots_folder()
+    if not folder.is_dir():
+        return []
+    out = []
+    for sub in sorted(folder.iterdir()):
+        info = read_info(sub)
+        if info is not None and NAME_RE.match(sub.name) and is_tree(sub / TREE):
+            out.append(Root(sub.name, sub / TREE, info))
+    return out
+
+
+def find_root(ref: str) -> Root:
+    """`--root NAME` (a root rocbuild made) or `--root DIR` (a root folder, or any Debian tree)."""
+    if "/" in ref or ref in (".", ".."):
+        path = Path(ref).resolve()
+        info = read_info(path)
+        if info is not None and is_tree(path / TREE):
+            return Root(str(info.get("name") or path.name), path / TREE, info)
+        if is_tree(path):
+            return Root(path.name, path, {})
+        raise UsageError(f"--root {ref}: not a build root",
+                         hint="give a root's name (see `rocbuild root list`), or a folder holding a Debian tree "
+                              "(usr/bin/dpkg, var/lib/dpkg/status)")
+    check_name(ref)
+    folder = roots_folder() / ref
+    info = read_info(folder)
+    if info is None or not is_tree(folder / TREE):
+        names = ", ".join(r.name for r in all_roots()) or "none yet"
+        raise UsageError(f"--root {ref}: no such root",
+                         hint=f"roots: {names}; make one with `rocbuild root create {ref} --rocm 7.2`")
+    return Root(ref, folder / TREE, info)
+
+
+def remove_root(name: str) -> Path:
+    root = find_root(check_name(name))
+    shutil.rmtree(root.folder)
+    return root.folder

@@ -1,0 +1,125 @@
+"""Build roots without making one: names, stores, shares, requirement-to-package mapping, the
+build environment's requirement lists."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from rocbuild.buildenv import BuildEnv, build_system_requires, distribution_of, is_current, record, wanted
+from rocbuild.errors import StepFailed, UsageError
+from rocbuild.roots.commands import shares_of, without_root_flag
+from rocbuild.roots.enter import Share, bwrap_prefix, check_share
+from rocbuild.roots.packages import listed_packages, map_requirements
+from rocbuild.roots.store import Root, all_roots, check_name, find_root, installed_packages
+
+STATUS = ("Package: hipcc\nStatus: install ok installed\nVersion: 7.2.4+dfsg-1~exp1\n\n"
+          "Package: libamdhip64-dev\nStatus: install ok installed\nVersion: 7.2.4-1~exp2\n\n"
+          "Package: librccl-dev\nStatus: deinstall ok config-files\nVersion: 7.2.4-1~exp3\n")
+
+
+def debian_tree(path: Path, status: str = STATUS) -> Path:
+    """What a Debian userland has where rocbuild looks: dpkg and its status file."""
+    (path / "usr" / "bin").mkdir(parents=True)
+    (path / "usr" / "bin" / "dpkg").write_text("")
+    (path / "var" / "lib" / "dpkg").mkdir(parents=True)
+    (path / "var" / "lib" / "dpkg" / "status").write_text(status)
+    return path
+
+
+def test_installed_packages_are_dpkgs_installed_ones(tmp_path):
+    tree = debian_tree(tmp_path / "t")
+    assert installed_packages(tree) == {"hipcc": "7.2.4+dfsg-1~exp1", "libamdhip64-dev": "7.2.4-1~exp2"}
+
+
+def test_root_by_name_or_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    with pytest.raises(UsageError, match="no such root") as exc:
+        find_root("r72")
+    assert "rocbuild root create r72 --rocm 7.2" in exc.value.render()
+    with pytest.raises(UsageError, match="not accepted"):
+        check_name("../x")
+    with pytest.raises(UsageError, match="not a build root"):
+        find_root(str(tmp_path))
+    bare = find_root(str(debian_tree(tmp_path / "bare")))
+    assert bare.tree == tmp_path / "bare" and bare.info == {}
+    folder = tmp_path / "data" / "rocbuild" / "roots" / "r72"
+    debian_tree(folder / "tree")
+    (folder / "root.json").write_text('{"name": "r72", "suite": "experimental", "apt_target": "experimental"}')
+    made = find_root("r72")
+    assert made.apt_target == "experimental" and made.tree == folder / "tree"
+    assert [r.name for r in all_roots()] == ["r72"]
+
+
+def test_root_identity_follows_its_package_versions(tmp_path):
+    tree = debian_tree(tmp_path / "t")
+    before = Root("r", tree).identity()["id"]
+    (tree / "var/lib/dpkg/status").write_text(STATUS.replace("7.2.4+dfsg-1~exp1", "7.2.5+dfsg-1"))
+    assert Root("r", tree).identity()["id"] != before
+
+
+def test_root_flag_removed_from_the_command_run_inside():
+    assert without_root_flag(["build", "x", "--root", "r72", "--arch", "gfx1100"]) == ["build", "x", "--arch", "gfx1100"]
+    assert without_root_flag(["plan", "--root=r72", "x"]) == ["plan", "x"]
+
+
+def test_system_folders_cannot_be_shared():
+    with pytest.raises(UsageError, match="--out /usr/local/wh: cannot be shared"):
+        check_share(Share(Path("/usr/local/wh"), True, "--out"))
+    check_share(Share(Path("/srv/wheels"), True, "--out"))
+    check_share(Share(Path("/usrx"), True, "--out"))
+
+
+def test_shares_are_the_named_folders_at_their_own_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    recipe = tmp_path / "recipes" / "x.yaml"
+    recipe.parent.mkdir()
+    recipe.write_text("")
+    args = argparse.Namespace(out=str(tmp_path / "wh"), work=None, source_dir=str(tmp_path / "src"),
+                              recipes=[], recipe=str(recipe))
+    shares = {(str(s.path), s.writable) for s in shares_of(args)}
+    assert {(str(tmp_path / "wh"), True), (str(tmp_path / "src"), False), (str(recipe.parent), False),
+            (str(tmp_path / "cache" / "rocbuild"), True)} <= shares
+    prefix = bwrap_prefix(Root("r", tmp_path / "tree"), [Share(Path("/srv/wh"), True, "--out")], Path("/srv"),
+                          {"A": "b c"})
+    assert prefix[:4] == ["bwrap", "--bind", str(tmp_path / "tree"), "/"]
+    assert ["--bind", "/srv/wh", "/srv/wh"] == prefix[prefix.index("/srv/wh") - 1:prefix.index("/srv/wh") + 2]
+    assert ["--setenv", "A", "b c"] == prefix[prefix.index("A") - 1:prefix.index("A") + 2]
+
+
+def test_requirements_map_to_the_suites_packages(tmp_path):
+    available = {"libhipblas-dev", "libamdhip64-dev", "librccl-dev", "ninja-build", "hipcc", "cmake"}
+    m = map_requirements(["cmake", "ninja", "hipconfig", "frobnicate"], ["hipblas", "hip", "rccl", "nosuch"], available)
+    assert m.packages == {"tool 'cmake'": "cmake", "tool 'ninja'": "ninja-build", "tool 'hipconfig'": "hipcc",
+                          "CMake package 'hipblas'": "libhipblas-dev", "CMake package 'hip'": "libamdhip64-dev",
+                          "CMake package 'rccl'": "librccl-dev"}
+    assert m.unknown == ("tool 'frobnicate'", "CMake package 'nosuch'")
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "deb.debian.org_debian_dists_sid_main_binary-amd64_Packages").write_text(
+        "Package: libhipblas-dev\nVersion: 6.4.4-2\n\nPackage: cmake\nVersion: 4\n")
+    assert listed_packages(lists) == {"libhipblas-dev", "cmake"}
+
+
+def test_build_env_requirements(tmp_path):
+    assert distribution_of("yaml") == "PyYAML" and distribution_of("scikit_build_core") == "scikit_build_core"
+    env = BuildEnv(str(tmp_path / "env"), "/usr/bin/python3", "3.13", ("PyYAML", "setuptools"))
+    project = tmp_path / "p"
+    project.mkdir()
+    assert wanted(env, [project]) == ["PyYAML", "setuptools", "setuptools>=40.8.0", "wheel"]  # no pyproject.toml
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["scikit-build-core>=0.10", "torch>=2.1", '
+                                            '"Torch", "pybind11"]\n')
+    assert wanted(env, [project]) == ["PyYAML", "setuptools", "scikit-build-core>=0.10", "pybind11"]
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["a b c"]\n')
+    with pytest.raises(StepFailed, match="is not a requirement"):
+        build_system_requires(project)
+    (project / "pyproject.toml").write_text("[build-system\n")
+    with pytest.raises(StepFailed, match="cannot read it"):
+        build_system_requires(project)
+    assert not is_current(env, ["a"])
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").write_text("")
+    record(env, ["a"])
+    assert is_current(env, ["a"]) and not is_current(env, ["a", "b"])
