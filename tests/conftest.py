@@ -149,7 +149,17 @@ def _hipcc_missing() -> str | None:
     return None if shutil.which("hipcc") else f"hipcc not found on PATH (Debian/Ubuntu: {HIP_INSTALL})"
 
 
-TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing}
+def _root_tools_missing() -> str | None:
+    missing = [t for t in ("mmdebstrap", "bwrap") if shutil.which(t) is None]
+    if missing:
+        return f"{' and '.join(missing)} not found (Debian/Ubuntu: apt-get install mmdebstrap bubblewrap)"
+    if os.geteuid() != 0 and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
+                                            capture_output=True).returncode != 0:
+        return "build roots need root or user namespaces here"
+    return None
+
+
+TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing, "root": _root_tools_missing}
 
 
 def _require_tools() -> bool:

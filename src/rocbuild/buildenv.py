@@ -40,6 +40,10 @@ FROM_TARGET_ONLY = frozenset({"torch"})
 # What pip assumes for a project without a [build-system] table (PEP 517, PEP 518).
 LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
 STATE_FILE = "rocbuild-env.json"
+IMPORT_CHECK = (
+    "import importlib.util, sys\n"
+    "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
+)
 LAYER_FILE = "rocbuild-target.pth"
 # Run by the target python: the site folders it imports from, in order, as JSON.
 SITE_FOLDERS = ("import json, site, sys; "
@@ -55,7 +59,7 @@ class BuildEnv:
     folder: str
     target: str  # the target python it is layered on
     version: str  # its "X.Y"
-    distributions: tuple[str, ...]  # from requires.python, torch left out
+    modules: tuple[str, ...]  # requires.python, torch left out: installed when the target lacks them
 
     @property
     def python(self) -> str:
@@ -74,18 +78,24 @@ class BuildEnv:
         """Asks the target python for its site folders, which the venv then imports from too."""
         return (self.target, "-c", SITE_FOLDERS)
 
+    @property
+    def check_argv(self) -> tuple[str, ...]:
+        """Which of `modules` the layered venv still lacks (printed, space-separated)."""
+        return (self.python, "-c", IMPORT_CHECK, *self.modules)
+
     def install_argv(self, requirements: Sequence[str]) -> tuple[str, ...]:
         return (self.python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *requirements)
 
     def to_json(self) -> dict[str, Any]:
         return {"folder": self.folder, "python": self.python, "create": list(self.create_argv),
                 "target_site": list(self.site_argv),
-                "install": list(self.install_argv([*self.distributions, "<build-system.requires>"]))}
+                "check": list(self.check_argv),
+                "install": list(self.install_argv(["<the missing modules' distributions>", "<build-system.requires>"]))}
 
 
 def make_build_env(folder: Path, target: str, version: str, modules: Iterable[str]) -> BuildEnv:
-    dists = [distribution_of(m) for m in modules]
-    return BuildEnv(str(folder), target, version, tuple(d for d in dict.fromkeys(dists) if not _from_target(d)))
+    kept = [m for m in dict.fromkeys(modules) if m.split(".")[0] not in FROM_TARGET_ONLY]
+    return BuildEnv(str(folder), target, version, tuple(kept))
 
 
 def layer(env: BuildEnv, site_answer: str) -> list[str]:
@@ -138,11 +148,18 @@ def build_system_requires(project: Path) -> list[str]:
     return list(requires)
 
 
-def wanted(env: BuildEnv, projects: Iterable[Path]) -> list[str]:
-    out = list(env.distributions)
+def project_requires(projects: Iterable[Path]) -> list[str]:
+    """Every project's build-system.requires, torch left out."""
+    out: list[str] = []
     for project in projects:
         out += [r for r in build_system_requires(project) if not _from_target(r)]
     return list(dict.fromkeys(out))
+
+
+def to_install(missing_modules: Iterable[str], requires: Sequence[str]) -> list[str]:
+    """What pip installs: the distributions of the modules the layered venv lacks, then the projects'
+    build-system.requires (pip leaves those the target already satisfies)."""
+    return list(dict.fromkeys([distribution_of(m) for m in missing_modules] + list(requires)))
 
 
 def is_current(env: BuildEnv, requirements: Sequence[str]) -> bool:

@@ -107,9 +107,11 @@ def _requirements(plan: Plan, out: Out) -> None:
         out(f"    argv: {json.dumps(list(env.create_argv))}")
         out(f"    argv: {json.dumps(list(env.site_argv))}  (its answer: the target's site folders, imported "
             f"after the venv's own through {env.site}/rocbuild-target.pth)")
-        out(f"    argv: {json.dumps(list(env.install_argv([*env.distributions, '<build-system.requires>'])))}")
+        if env.modules:
+            out(f"    argv: {json.dumps(list(env.check_argv))}  (which modules it still lacks)")
+        out(f"    argv: {json.dumps(list(env.install_argv(['<what it lacks>', '<build-system.requires>'])))}")
         out("    (<build-system.requires>: read from each wheel step's pyproject.toml after prepare, torch left "
-            "out; skipped while the list is unchanged)")
+            "out; nothing runs while the list is unchanged)")
     if req.torch_check_argv:
         out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
         out(f"    argv: {json.dumps(list(req.torch_check_argv))}")

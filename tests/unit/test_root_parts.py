@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.buildenv import BuildEnv, build_system_requires, distribution_of, is_current, record, wanted
+from rocbuild.buildenv import (
+        build_system_requires,
+    distribution_of,
+    is_current,
+    make_build_env,
+    project_requires,
+    record,
+    to_install,
+)
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.roots.commands import shares_of, without_root_flag
 from rocbuild.roots.enter import Share, bwrap_prefix, check_share
@@ -105,13 +113,15 @@ def test_requirements_map_to_the_suites_packages(tmp_path):
 
 def test_build_env_requirements(tmp_path):
     assert distribution_of("yaml") == "PyYAML" and distribution_of("scikit_build_core") == "scikit_build_core"
-    env = BuildEnv(str(tmp_path / "env"), "/usr/bin/python3", "3.13", ("PyYAML", "setuptools"))
+    env = make_build_env(tmp_path / "env", "/usr/bin/python3", "3.13", ["yaml", "torch", "setuptools", "yaml"])
+    assert env.modules == ("yaml", "setuptools")
     project = tmp_path / "p"
     project.mkdir()
-    assert wanted(env, [project]) == ["PyYAML", "setuptools", "setuptools>=40.8.0", "wheel"]  # no pyproject.toml
+    assert project_requires([project]) == ["setuptools>=40.8.0", "wheel"]  # no pyproject.toml
     (project / "pyproject.toml").write_text('[build-system]\nrequires = ["scikit-build-core>=0.10", "torch>=2.1", '
                                             '"Torch", "pybind11"]\n')
-    assert wanted(env, [project]) == ["PyYAML", "setuptools", "scikit-build-core>=0.10", "pybind11"]
+    assert project_requires([project]) == ["scikit-build-core>=0.10", "pybind11"]
+    assert to_install(["yaml"], ["pybind11"]) == ["PyYAML", "pybind11"]
     (project / "pyproject.toml").write_text('[build-system]\nrequires = ["a b c"]\n')
     with pytest.raises(StepFailed, match="is not a requirement"):
         build_system_requires(project)
@@ -123,3 +133,13 @@ def test_build_env_requirements(tmp_path):
     (tmp_path / "env" / "bin" / "python").write_text("")
     record(env, ["a"])
     assert is_current(env, ["a"]) and not is_current(env, ["a", "b"])
+
+
+def test_a_folder_not_made_yet_is_reached_through_its_parent(tmp_path):
+    from rocbuild.roots.enter import mount_point
+
+    wanted = Share(tmp_path / "a" / "wheelhouse", True, "--out")
+    assert mount_point(wanted) == Share(tmp_path, True, "--out")
+    assert not (tmp_path / "a").exists()  # entering the root creates nothing
+    existing = Share(tmp_path, False, "--source-dir")
+    assert mount_point(existing) == existing

@@ -18,6 +18,7 @@ work folder starts afresh, CMake caches included.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -254,30 +255,36 @@ class Engine:
 
     def _build_env(self, env: BuildEnv) -> None:
         """Make (or reuse) the build environment the wheel steps run in."""
-        requirements = buildenv.wanted(env, [Path(s.project) for s in self.plan.wheel_steps if s.project])
+        requires = buildenv.project_requires([Path(s.project) for s in self.plan.wheel_steps if s.project])
+        state = [*env.modules, *requires]  # reused while this list is unchanged
         label = "build-env"
-        started = self.progress.start(label, " ".join(requirements) or "nothing to install")
-        if buildenv.is_current(env, requirements):
+        started = self.progress.start(label, " ".join(state) or "nothing to install")
+        if buildenv.is_current(env, state):
             self._env_ready = True
             self.progress.done(label, started, "up to date")
             return
         log = self.workspace.log_path(0, "build-env")
         buildenv.discard(env)
-        commands = [env.create_argv, env.site_argv] + ([env.install_argv(requirements)] if requirements else [])
-        for argv in commands:
-            result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
-            if argv == env.site_argv and result.exit_code == 0:
-                buildenv.layer(env, result.output)
-            if result.exit_code != 0:
-                no_pip = "No module named pip" in result.output
-                why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
-                       "apt-get install python3-pip), or build with --no-build-env" if no_pip else
-                       f"{argv[0]} exited with {result.exit_code}")
-                raise StepFailed(f"{label}: {why}", hint=tail(log) + f"\nfull log: {log}\n"
-                                 "fix the cause and run the same command again: finished steps are kept")
-        buildenv.record(env, requirements)
+        self._env_command(env, env.create_argv, log)
+        buildenv.layer(env, self._env_command(env, env.site_argv, log))
+        missing = self._env_command(env, env.check_argv, log).split() if env.modules else []
+        install = buildenv.to_install(missing, requires)
+        if install:
+            self._env_command(env, env.install_argv(install), log)
+        buildenv.record(env, state)
         self._env_ready = True
-        self.progress.done(label, started, f"{len(requirements)} requirement(s) in {env.folder}")
+        self.progress.done(label, started, f"installed {' '.join(install)}" if install else "nothing missing")
+
+    def _env_command(self, env: BuildEnv, argv: tuple[str, ...], log: Path) -> str:
+        result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
+        if result.exit_code != 0:
+            no_pip = "No module named pip" in result.output
+            why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
+                   "apt-get install python3-pip), or build with --no-build-env" if no_pip else
+                   f"{shlex.join(argv[:4])} ... exited with {result.exit_code}")
+            raise StepFailed(f"build-env: {why}", hint=tail(log) + f"\nfull log: {log}\n"
+                             "fix the cause and run the same command again: finished steps are kept")
+        return result.output
 
     # -- wheels -------------------------------------------------------------
 

@@ -130,10 +130,26 @@ def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share]) -> int:
         shares = [*shares, Share(cwd, True, "the current folder")]
     except UsageError:
         cwd = Path("/")
-    for share in shares:
-        if share.writable:
-            share.path.mkdir(parents=True, exist_ok=True)
-    return run_command(root, [*host_python_argv(), *args], shares, cwd)
+    return run_command(root, [*host_python_argv(), *args], [mount_point(s) for s in shares], cwd)
+
+
+def mount_point(share: Share) -> Share:
+    """A folder that does not exist yet (a wheelhouse a build may never write) is reached through its
+    nearest existing parent, so that entering the root creates nothing; a parent that is the root's
+    own, or /, cannot be shared, and the folder is made instead."""
+    path = share.path
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    if path == share.path:
+        return share
+    try:
+        if path == Path("/"):
+            raise UsageError("/")
+        check_share(Share(path, share.writable, share.flag))
+    except UsageError:
+        share.path.mkdir(parents=True, exist_ok=True)
+        return share
+    return Share(path, share.writable, share.flag)
 
 
 def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = (), cwd: Path = Path("/")) -> int:

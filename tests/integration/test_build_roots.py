@@ -1,0 +1,141 @@
+"""Build roots for real: a Debian root holding ROCm 7.2 from Debian's archive (made once per test
+session, or the one ROCBUILD_TEST_ROOT names), and rocbuild's commands run inside it; device code
+checked by rocbuild and by LLVM's own tools from the root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
+
+ROOT_NAME = os.environ.get("ROCBUILD_TEST_ROOT", "test-rocm7.2")
+ARCHS = "gfx1100,gfx942,gfx1201"
+# The root's own LLVM: llvm-objcopy pulls out the offload bundle, clang-offload-bundler lists it.
+LLVM_LIST = ('for b in /usr/lib/llvm-*/bin; do P=$b; done; "$P/llvm-objcopy" --dump-section .hip_fatbin="$2" "$1" '
+             '&& "$P/clang-offload-bundler" --list --type=o --input="$2"')
+
+
+def rocbuild(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rocbuild", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, check=False)
+
+
+@pytest.fixture(scope="session")
+def root() -> str:
+    if rocbuild("root", "path", ROOT_NAME).returncode != 0:
+        made = rocbuild("root", "create", ROOT_NAME, "--rocm", "7.2")
+        assert made.returncode == 0, made.stderr[-3000:]
+    return ROOT_NAME
+
+
+@pytest.fixture
+def private_cache(tmp_path) -> dict[str, str]:
+    return dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def hip_entries(root: str, wheel: Path, scratch: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(scratch)
+    (lib,) = [p for p in scratch.rglob("_core*.so")]
+    listed = rocbuild("root", "run", root, "--", "sh", "-c", LLVM_LIST, "sh", lib, scratch / "fat.bin", cwd=scratch)
+    assert listed.returncode == 0, listed.stderr
+    return sorted(line.strip() for line in listed.stdout.splitlines() if line.strip())
+
+
+def test_root_is_listed_with_what_it_holds(root):
+    rows = json.loads(rocbuild("root", "list", "--json").stdout)
+    (row,) = [r for r in rows if r["name"] == root]
+    assert row["rocm"].startswith("7.2.") and row["versions"]["hipcc"].startswith("7.2")
+    tree = Path(rocbuild("root", "path", root).stdout.strip())
+    assert tree == Path(row["path"]) and (tree / "usr" / "bin" / "hipcc").exists()
+
+
+def test_detect_in_the_root_sees_its_rocm_and_python(root, private_cache):
+    found = json.loads(rocbuild("detect", "--root", root, "--arch", "gfx1100", "--json", env=private_cache).stdout)
+    assert found["rocm"]["version"].startswith("7.2") and found["rocm"]["path"] == "/usr"
+    assert found["python"]["executable"] == "/usr/bin/python3"
+
+
+def test_hello_hip_in_the_root_checked_by_llvm(root, tmp_path, private_cache):
+    plan = json.loads(rocbuild("plan", "hello-hip", "--root", root, "--arch", ARCHS, "--json", "--out", tmp_path / "wh",
+                               env=private_cache).stdout)
+    assert plan["root"]["name"] == root and plan["root"]["enter"][0] == "bwrap"
+    assert plan["python"]["executable"] == "/usr/bin/python3"
+    built = rocbuild("hello-hip", "--root", root, "--arch", ARCHS, "--out", tmp_path / "wh", env=private_cache)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = [Path(line) for line in built.stdout.splitlines() if line.endswith(".whl")]
+    assert wheel.parent == tmp_path / "wh" and wheel.is_file() and "+rocm7.2-" in wheel.name
+    checked = json.loads(rocbuild("verify", "--json", "--arch", ARCHS, wheel).stdout)
+    assert checked["ok"], checked
+    entries = hip_entries(root, wheel, tmp_path / "unzipped")
+    assert entries == sorted(["host-x86_64-unknown-linux-gnu-"] + [f"hipv4-amdgcn-amd-amdhsa--{a}" for a in ARCHS.split(",")])
+    # scikit-build-core came into the build environment, not into the root's python
+    imported = rocbuild("root", "run", root, "--", "python3", "-c", "import scikit_build_core", cwd=tmp_path)
+    assert imported.returncode != 0
+
+
+def test_same_recipe_with_and_without_root(root, tmp_path, private_cache):
+    if shutil.which("hipcc") is None:
+        pytest.skip("no HIP toolchain on this machine itself")
+    wheels = {}
+    for where, extra in (("host", ()), ("root", ("--root", root))):
+        built = rocbuild("hello-hip", "--arch", "gfx90a", "--out", tmp_path / where, *extra, env=private_cache)
+        assert built.returncode == 0, built.stderr[-3000:]
+        (wheels[where],) = (tmp_path / where).glob("*.whl")
+    assert wheels["host"].name != wheels["root"].name
+    links = {}
+    for where, wheel in wheels.items():
+        report = json.loads(rocbuild("verify", "--json", "--arch", "gfx90a", wheel).stdout)
+        assert report["ok"]
+        links[where] = json.dumps(report)
+    assert "libamdhip64.so.7" in links["root"] and "libamdhip64.so.7" not in links["host"]
+    entries = os.listdir(tmp_path / "cache" / "rocbuild" / "builds")
+    assert len(entries) == 2  # two build identities: the root is part of the toolchain
+
+
+def test_missing_tool_named_as_a_debian_package_then_installed(root, tmp_path, private_cache):
+    shutil.copytree(REPO / "examples" / "hello-hip", tmp_path / "hello-hip")
+    recipe = tmp_path / "needs-ninja.yaml"
+    recipe.write_text(textwrap.dedent("""
+        schema: 1
+        name: needs-ninja
+        version: "0.1.0"
+        source:
+          path: hello-hip
+        requires:
+          tools: [cmake, hipcc, ninja]
+        steps:
+          - wheel:
+              config-settings:
+                cmake.define.CMAKE_CXX_COMPILER: "${{ rocm.hipcc }}"
+                cmake.define.HIP_ARCHITECTURES: "${{ archs | join(';') }}"
+    """))
+    removed = rocbuild("root", "run", root, "--", "apt-get", "remove", "-y", "-qq", "ninja-build", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    args = ("build", recipe, "--root", root, "--arch", "gfx1100", "--out", tmp_path / "wh")
+    refused = rocbuild(*args, env=private_cache)
+    assert refused.returncode == 3
+    assert "tool 'ninja' not found on PATH (Debian package ninja-build)" in refused.stderr
+    assert f"rocbuild root install {root} ninja-build" in refused.stderr
+    built = rocbuild(*args, "--install-missing", env=private_cache)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert rocbuild("root", "run", root, "--", "ninja", "--version", cwd=tmp_path).returncode == 0
+
+
+def test_no_build_env_in_the_root_names_the_pip_command(root, tmp_path, private_cache):
+    refused = rocbuild("hello-hip", "--root", root, "--arch", "gfx1100", "--no-build-env", "--out", tmp_path / "wh",
+                       env=private_cache)
+    assert refused.returncode == 3
+    assert "install them: /usr/bin/python3 -m pip install scikit_build_core" in refused.stderr
+    assert not (tmp_path / "wh").exists()
