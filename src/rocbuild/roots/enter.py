@@ -168,9 +168,8 @@ def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = ()
     child: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:
-        # Ctrl-C reaches the process inside through the terminal's process group; SIGTERM and SIGHUP
-        # sent to this process alone are passed on, so rocbuild inside stops its steps and says so.
-        if signum != signal.SIGINT and child:
+        # The process inside has its own session, so a signal reaches it once: from here.
+        if child:
             try:
                 os.kill(child[0], signum)
             except ProcessLookupError:
@@ -179,7 +178,7 @@ def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = ()
     for sig in old:
         signal.signal(sig, forward)
     try:
-        proc = subprocess.Popen(argv, pass_fds=(write_end,))
+        proc = subprocess.Popen(argv, pass_fds=(write_end,), start_new_session=True)
         os.close(write_end)
         with os.fdopen(read_end, "rb") as fh:
             info = fh.read()

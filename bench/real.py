@@ -1,0 +1,101 @@
+"""Benchmarks in a real ROCm build root (see run.py):
+
+  (f) rocbuild building bitsandbytes (BNB_SRC=DIR: its tree) vs the three hand commands the plan
+      holds (cmake configure, cmake --build, pip wheel), run in the same root as a plain script,
+      ccache off; the hand script uses the build environment rocbuild made (a person's venv)
+  (g) a ccache-warm rebuild after a version bump (a new work folder and tree, the same sources)
+      vs the cold build, ccache on: bitsandbytes when BNB_SRC is given, else hello-hip
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(argv, env=env, check=False, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{shlex.join(argv)} exited with {result.returncode}:\n{result.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def have_root(rocbuild: list[str], root: str, env: dict[str, str]) -> bool:
+    return subprocess.run(rocbuild + ["root", "path", root], env=env, capture_output=True).returncode == 0
+
+
+def hand_script(plan: dict[str, Any], work: Path, hand: Path, tree: Path) -> str:
+    """The plan's steps as a shell script in `hand`, with the build environment of `work`."""
+    lines = ["set -e", f"rm -rf {shlex.quote(str(hand))}", f"mkdir -p {shlex.quote(str(hand))}",
+             f"cp -a {shlex.quote(str(tree))} {shlex.quote(str(hand / 'src'))}",
+             f"ln -s {shlex.quote(str(work / 'buildenv'))} {shlex.quote(str(hand / 'buildenv'))}"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in plan["env"].items()]
+    for step in plan["steps"]:
+        argv = [a.replace(str(work), str(hand)) for a in step["argv"]]
+        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in step["env"].items())
+        cwd = step["cwd"].replace(str(work), str(hand))
+        lines.append(f"(cd {shlex.quote(cwd)} && {envs} {shlex.join(argv)})".replace("&&  ", "&& "))
+    return "\n".join(lines) + "\n"
+
+
+def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, bnb_src: Path) -> dict[str, Any]:
+    tmp.mkdir(parents=True)
+    tree = tmp / "bitsandbytes"  # under /tmp, which the root shares
+    shutil.copytree(bnb_src, tree, symlinks=True)
+    args = ["bitsandbytes", "--root", root, "--arch", "gfx1100", "--source-dir", str(tree)]
+    # Untimed: installs what the root lacks, fills pip's cache and the page cache for both sides.
+    _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
+                       "--out", str(tmp / "o0")], env)
+    work = tmp / "w1"
+    plan = json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(work), "--json"], env=env, check=True,
+                                     capture_output=True, text=True).stdout)
+    rocbuild_s = _timed(rocbuild + ["build", *args, "--no-cache", "--work", str(work), "--out", str(tmp / "o1")], env)
+    script = tmp / "hand.sh"
+    script.write_text(hand_script(plan, work, tmp / "hand", tree))
+    hand_s = _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
+    wheels = list((tmp / "hand").rglob("*.whl"))
+    return {"rocbuild_s": round(rocbuild_s, 2), "hand_s": round(hand_s, 2), "ratio": round(rocbuild_s / hand_s, 3),
+            "hand_commands": [s["kind"] for s in plan["steps"]], "hand_wheel": [w.name for w in wheels],
+            "root": root, "arch": "gfx1100",
+            "note": "rocbuild's time includes making its build environment (pip from a warm cache), prepare, "
+                    "the requirement checks and verify; the hand script reuses that environment"}
+
+
+def ccache_rebuild(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str,
+                   bnb_src: Path | None) -> dict[str, Any]:
+    tmp.mkdir(parents=True)
+    env = {k: v for k, v in env.items() if k != "ROCBUILD_CCACHE"}
+    env["XDG_CACHE_HOME"] = str(tmp / "cache")  # an empty ccache for the cold build
+    _timed(rocbuild + ["root", "install", root, "ccache"], env)
+    name = "bitsandbytes" if bnb_src is not None else "hello-hip"
+    tree = tmp / name
+    shutil.copytree(bnb_src if bnb_src is not None else ROOT / "examples" / "hello-hip", tree, symlinks=True)
+    text = (ROOT / "recipes" / f"{name}.yaml").read_text()
+    times = {}
+    for label, version in (("cold", None), ("bumped", "9.9.9")):
+        folder = tmp / f"recipe-{label}"
+        folder.mkdir()
+        recipe = folder / f"{name}.yaml"
+        recipe.write_text(text if version is None else _bump(text, version))
+        times[label] = _timed(rocbuild + ["build", str(recipe), "--root", root, "--arch", "gfx1100", "--source-dir",
+                                          str(tree), "--install-missing", "--no-cache", "--out", str(folder / "wh")],
+                              env)
+    return {"recipe": name, "cold_s": round(times["cold"], 2), "ccache_warm_after_bump_s": round(times["bumped"], 2),
+            "ratio": round(times["bumped"] / times["cold"], 3), "root": root, "arch": "gfx1100"}
+
+
+def _bump(text: str, version: str) -> str:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("version:"):
+            lines[i] = f'version: "{version}"'
+            break
+    return "\n".join(lines) + "\n"
