@@ -26,6 +26,7 @@ from rocbuild.plan import Plan
 from rocbuild.proc import Runner
 from rocbuild.progress import Progress
 from rocbuild.roots.commands import cmd_root
+from rocbuild.roots.enter import inside as in_root
 
 
 def _dump(data: object) -> None:
@@ -83,6 +84,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"done: {plan.recipe.name}'s prepared tree is {plan.work.src}", file=sys.stderr)
     elif not plan.has_wheel_steps and args.until is None:
         print(f"done: the built tree is {plan.work.src}", file=sys.stderr)
+    root = in_root()
+    if wheels and root is not None:
+        print(f"built in root {root.get('name')} (Debian {root.get('suite')}): the wheels need its glibc and "
+              "libstdc++ or newer to load; no manylinux tag is claimed", file=sys.stderr)
     return 0
 
 

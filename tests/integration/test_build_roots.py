@@ -156,9 +156,8 @@ time.sleep(300)
 @pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
 def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_cache, sig, code):
     import signal
-    import time
 
-    from tests.integration.test_interrupts import wait_dead
+    from tests.integration.test_interrupts import start, wait_dead
 
     src, pids = tmp_path / "project", tmp_path / "pids"
     src.mkdir()
@@ -180,13 +179,7 @@ def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_c
     """))
     argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--root", root, "--arch", "gfx1100",
             "--work", str(tmp_path / "w")]
-    proc = subprocess.Popen(argv, env=private_cache, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (pids / "child").exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the step never started"
-        time.sleep(0.05)
-    child, grandchild = (int(x) for x in (pids / "child").read_text().split())
+    proc, child, grandchild = start(argv, private_cache, pids)
     proc.send_signal(getattr(signal, sig))  # to rocbuild outside the root only
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err

@@ -90,9 +90,13 @@ def test_shares_are_the_named_folders_at_their_own_paths(tmp_path, monkeypatch):
     shares = {(str(s.path), s.writable) for s in shares_of(args)}
     assert {(str(tmp_path / "wh"), True), (str(tmp_path / "src"), False), (str(recipe.parent), False),
             (str(tmp_path / "cache" / "rocbuild"), True)} <= shares
-    prefix = bwrap_prefix(Root("r", tmp_path / "tree"), [Share(Path("/srv/wh"), True, "--out")], Path("/srv"),
-                          {"A": "b c"})
-    assert prefix[:4] == ["bwrap", "--bind", str(tmp_path / "tree"), "/"]
+    tree = debian_tree(tmp_path / "tree")
+    (tree / "home").mkdir()
+    (tree / "bin").symlink_to("usr/bin")
+    prefix = bwrap_prefix(Root("r", tree), [Share(Path("/srv/wh"), True, "--out")], Path("/srv"), {"A": "b c"})
+    # the tree's folders and links on bubblewrap's own /, never its /home (mount points go there)
+    assert prefix[:10] == ["bwrap", "--symlink", "usr/bin", "/bin", "--bind", str(tree / "usr"), "/usr",
+                           "--bind", str(tree / "var"), "/var"]
     assert ["--bind", "/srv/wh", "/srv/wh"] == prefix[prefix.index("/srv/wh") - 1:prefix.index("/srv/wh") + 2]
     assert ["--setenv", "A", "b c"] == prefix[prefix.index("A") - 1:prefix.index("A") + 2]
 

@@ -52,6 +52,11 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
     install_hint = ""
     if root is not None and (tools or packages):
         mapping = map_requirements(tools, packages, root_packages(root))
+        if install_missing and mapping.packages and root.get("rootless"):
+            names = " ".join(sorted(set(mapping.packages.values())))
+            raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
+                               hint=f"install them from outside: rocbuild root install {root.get('name')} {names}\n"
+                                    "then run the same command again")
         if install_missing and mapping.packages:
             _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
             tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)

@@ -106,9 +106,9 @@ def install_packages(root: Root, packages: Sequence[str], progress: Progress) ->
     argv = install_argv(packages, root.apt_target)
     label = f"root install {root.name}"
     started = progress.start(label, " ".join(argv))
-    code = enter.run_command(root, ["apt-get", "update", "-qq"])
+    code = enter.run_as_owner(root, ["apt-get", "update", "-qq"])
     if code == 0:
-        code = enter.run_command(root, argv)
+        code = enter.run_as_owner(root, argv)
     if code != 0:
         raise StepFailed(f"{label}: apt-get exited with {code}", hint="its messages are above")
     progress.done(label, started)
@@ -169,7 +169,7 @@ def shares_of(args: argparse.Namespace) -> list[enter.Share]:
     return shares
 
 
-def absolute_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
+def with_root_python(args: argparse.Namespace, argv: list[str]) -> list[str]:
     """`argv` with the target python made the root's own unless one was named."""
     if getattr(args, "python", None) is None and "python" in vars(args):
         argv = [*argv, "--python", "python3"]
@@ -178,4 +178,4 @@ def absolute_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
 
 def run_in_root(args: argparse.Namespace, argv: Sequence[str]) -> int:
     root = find_root(args.root)
-    return enter.run_inside(root, absolute_args(args, without_root_flag(argv)), shares_of(args))
+    return enter.run_inside(root, with_root_python(args, without_root_flag(argv)), shares_of(args))

@@ -17,7 +17,16 @@ from rocbuild.errors import HostNotReady, StepFailed, UsageError
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.progress import Progress
 from rocbuild.roots.archive import BUILD_TOOLS, ROCM_BASE, Suite
-from rocbuild.roots.store import INFO, SHOWN_PACKAGES, TREE, Root, check_name, installed_packages, roots_folder
+from rocbuild.roots.store import (
+    INFO,
+    SHOWN_PACKAGES,
+    TREE,
+    Root,
+    check_name,
+    installed_packages,
+    remove_tree,
+    roots_folder,
+)
 
 HOST_CA_FOLDER = Path("/usr/local/share/ca-certificates")
 PIP_CONF = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\ndefault-timeout = 180\n"
@@ -40,9 +49,11 @@ def creation_mode() -> str:
     return "unshare"
 
 
-def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, extra: tuple[str, ...] = ()) -> list[str]:
+def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, pip_conf: Path,
+                    extra: tuple[str, ...] = ()) -> list[str]:
     """One mmdebstrap run: the base suite's userland with the build tools, then the ROCm packages (from
-    the overlay suite, when there is one, with `apt-get -t`)."""
+    the overlay suite, when there is one, with `apt-get -t`). Files go in through its hooks: in unshare
+    mode the tree belongs to subordinate ids, which only mmdebstrap's namespace can write as."""
     rocm = (*ROCM_BASE, *extra)
     argv = ["mmdebstrap", f"--mode={mode}", "--variant=apt", "--format=directory",
             "--aptopt=Acquire::Check-Valid-Until \"false\"", "--aptopt=APT::Install-Recommends \"false\"",
@@ -55,6 +66,9 @@ def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, extra: tup
     target = ["-t", suite.apt_target] if suite.apt_target else []
     argv.append("--customize-hook=chroot \"$1\" env DEBIAN_FRONTEND=noninteractive apt-get install -y "
                 + " ".join([*target, *rocm]))
+    argv.append(f"--customize-hook=upload {pip_conf} /etc/pip.conf")
+    # The mount point for this machine's resolver settings, which entering the root binds there.
+    argv.append("--customize-hook=touch \"$1/etc/resolv.conf\"")
     argv += [suite.base, str(tree), f"deb {mirror} {suite.base} main"]
     if suite.apt_target:
         argv.append(f"deb {mirror} {suite.apt_target} main")
@@ -74,10 +88,12 @@ def create_root(name: str, suite: Suite, mirror: str, rocm: str, progress: Progr
     mode = creation_mode()
     partial = roots_folder() / f"{name}.part"
     if partial.exists():  # a creation that was interrupted: start it over
-        shutil.rmtree(partial)
+        remove_tree(partial)
     partial.mkdir(parents=True)
     tree = partial / TREE
-    argv = mmdebstrap_argv(suite, mirror, tree, mode, extra)
+    pip_conf = partial / "pip.conf"
+    pip_conf.write_text(PIP_CONF)
+    argv = mmdebstrap_argv(suite, mirror, tree, mode, pip_conf, extra)
     started = progress.start(f"root create {name}",
                              f"Debian {suite.name} (ROCm {suite.rocm}) from {mirror}, {mode} mode")
     progress.say("    $ " + " ".join(argv))
@@ -86,15 +102,17 @@ def create_root(name: str, suite: Suite, mirror: str, rocm: str, progress: Progr
         if result.returncode != 0:
             raise StepFailed(f"mmdebstrap exited with {result.returncode}; no root was made",
                              hint="its messages are above; run the same command again to retry")
-        (tree / "etc" / "pip.conf").write_text(PIP_CONF)
-        (tree / "etc" / "resolv.conf").touch()  # the mount point for this machine's resolver settings
+        pip_conf.unlink()
         info = {"name": name, "suite": suite.name, "base": suite.base, "apt_target": suite.apt_target,
                 "mirror": mirror, "rocm": suite.rocm, "asked": rocm, "mode": mode, "extra": list(extra),
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_text_atomically(partial / INFO, json.dumps(info, indent=2) + "\n")
         os.replace(partial, folder)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            remove_tree(partial)
+        except (OSError, HostNotReady):
+            pass  # the next `root create` of this name removes it first
         raise
     progress.done(f"root create {name}", started)
     return Root(name, folder / TREE, info)

@@ -29,6 +29,9 @@ HOST_MOUNT = "/run/rocbuild-host"
 # The root's own system: a folder of this machine can't be shared at these paths.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/boot", "/opt",
                "/proc", "/sys", "/dev", "/run")
+# Folders of the tree not entered: the kernel's and bubblewrap's own, and where this machine's shared
+# folders get their mount points (homes, /srv, /mnt, /media).
+NOT_FROM_TREE = frozenset({"proc", "dev", "sys", "tmp", "run", "home", "srv", "mnt", "media", "lost+found"})
 ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What crosses into the root from this environment: rocbuild's own settings, GPU selection, proxies,
 # the package index, reproducibility and terminal settings.
@@ -70,11 +73,22 @@ def check_share(share: Share) -> None:
 
 
 def bwrap_prefix(root: Root, shares: Sequence[Share], cwd: Path, env: Mapping[str, str]) -> list[str]:
-    """The bwrap argv up to `--`: what enters the root."""
-    argv = ["bwrap", "--bind", str(root.tree), "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-            "--ro-bind", "/sys", "/sys", "--tmpfs", "/run", "--ro-bind", "/", HOST_MOUNT, "--bind", "/tmp", "/tmp",
-            "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-    if os.geteuid() != 0:  # rootless: a user namespace in which this user is root
+    """The bwrap argv up to `--`: what enters the root. `/` is bubblewrap's own tmpfs holding the
+    tree's folders (and its /usr-merge links), so the shared folders' mount points are made there,
+    never in the tree (which, made without root, only mmdebstrap's namespace can write)."""
+    rootless = os.geteuid() != 0
+    argv = ["bwrap"]
+    for entry in sorted(root.tree.iterdir()) if root.tree.is_dir() else []:
+        if entry.name in NOT_FROM_TREE or (rootless and entry.name == "root"):
+            continue
+        if entry.is_symlink():
+            argv += ["--symlink", os.readlink(entry), f"/{entry.name}"]
+        elif entry.is_dir():
+            argv += ["--bind", str(entry), f"/{entry.name}"]
+    argv += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--ro-bind", "/sys", "/sys", "--tmpfs", "/run",
+             "--ro-bind", "/", HOST_MOUNT, "--bind", "/tmp", "/tmp", "--ro-bind-try", "/etc/resolv.conf",
+             "/etc/resolv.conf"]
+    if rootless:  # a user namespace in which this user is root
         argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
     for share in sorted(shares, key=lambda s: len(s.path.parts)):
         if share.path == Path("/tmp") or Path("/tmp") in share.path.parents:
@@ -114,7 +128,7 @@ def root_env(root: Root, prefix_shown: list[str]) -> dict[str, str]:
     env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("ROCBUILD_")})
     ident = root.identity()
     env[IN_ROOT] = json.dumps({"name": root.name, "tree": str(root.tree), "suite": root.info.get("suite"),
-                               "mirror": root.info.get("mirror"),
+                               "mirror": root.info.get("mirror"), "rootless": os.geteuid() != 0,
                                "apt_target": root.apt_target, "id": ident["id"], "versions": ident["versions"],
                                "enter": prefix_shown})
     return env
@@ -150,6 +164,20 @@ def mount_point(share: Share) -> Share:
         share.path.mkdir(parents=True, exist_ok=True)
         return share
     return Share(path, share.writable, share.flag)
+
+
+def run_as_owner(root: Root, command: Sequence[str]) -> int:
+    """Run `command` inside the root as the owner of its files, to change the root itself (apt-get).
+    As root that is how builds enter it; a root made without root belongs to this user's subordinate
+    ids, which only a user namespace that maps them all (util-linux unshare --map-auto) can write as."""
+    if os.geteuid() == 0:
+        return run_command(root, command)
+    script = ('mount --rbind /dev "$1/dev" && mount -t proc proc "$1/proc" && tree=$1 && shift && '
+              'exec /usr/sbin/chroot "$tree" /usr/bin/env -i PATH=' + ROOT_PATH + ' HOME=/root LANG=C.UTF-8 '
+              'DEBIAN_FRONTEND=noninteractive "$@"')
+    argv = ["unshare", "--map-root-user", "--map-auto", "--mount", "--pid", "--fork", "--", "sh", "-c", script, "sh",
+            str(root.tree), *command]
+    return subprocess.run(argv, check=False, stdin=subprocess.DEVNULL).returncode
 
 
 def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = (), cwd: Path = Path("/")) -> int:

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocbuild.errors import UsageError
+from rocbuild.errors import HostNotReady, UsageError
 from rocbuild.paths import data_root, short_hash
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -124,7 +126,23 @@ def find_root(ref: str) -> Root:
     return Root(ref, folder / TREE, info)
 
 
+def remove_tree(folder: Path) -> None:
+    """Remove a root's folder. A root made without root privileges belongs partly to this user's
+    subordinate ids (mmdebstrap's unshare mode): only a user namespace mapping them can remove it."""
+    try:
+        shutil.rmtree(folder)
+        return
+    except PermissionError:
+        if os.geteuid() == 0:
+            raise
+    result = subprocess.run(["unshare", "--map-root-user", "--map-auto", "rm", "-rf", "--", str(folder)],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0 or folder.exists():
+        raise HostNotReady(f"cannot remove {folder}: {result.stderr.strip() or 'permission denied'}",
+                           hint="it holds files of this user's subordinate ids; remove it as root")
+
+
 def remove_root(name: str) -> Path:
     root = find_root(check_name(name))
-    shutil.rmtree(root.folder)
+    remove_tree(root.folder)
     return root.folder
