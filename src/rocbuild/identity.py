@@ -63,10 +63,10 @@ class Toolchain:
     hip_compiler: str | None  # the clang++ hipcc drives (resolved path)
     hip_compiler_version: str | None  # its `--version`
     hip_runtime: str | None  # libamdhip64.so resolved to the file it names (its soname major decides links)
-    root: str | None = None  # the build root it lives in: its name, suite and the id of its package versions
+    root: str | None = None  # the build root it lives in: its suite and the id of its package versions
 
     def describe(self) -> str:
-        where = f" in root {self.root}" if self.root else ""
+        where = f" in a {self.root}" if self.root else ""
         return f"ROCm {self.rocm_version or '?'} at {self.rocm_path}{where} (clang {self.hip_compiler or '?'})"
 
 
@@ -93,11 +93,12 @@ def toolchain_of(rocm: Rocm, query: VersionQuery) -> Toolchain:
 
 
 def root_label() -> str | None:
-    """'NAME (Debian SUITE, id ID)' inside a build root, None on the host."""
+    """'Debian SUITE root ID' inside a build root (by what it holds, not its name: a root made again
+    with the same packages builds the same), None on the host."""
     root = inside()
     if root is None:
         return None
-    return f"{root.get('name')} (Debian {root.get('suite') or '?'}, id {root.get('id')})"
+    return f"Debian {root.get('suite') or '?'} root {root.get('id')}"
 
 
 def _real(path: Path | None) -> str | None:
