@@ -26,7 +26,7 @@ from rocbuild.detect.torch import TorchInfo
 from rocbuild.fsutil import json_sha256
 from rocbuild.plan import DiffPatch, Plan, patch_record
 from rocbuild.roots.enter import inside
-from rocbuild.source import DirSource, GitSource
+from rocbuild.source import DirSource, GitSource, SdistSource
 
 SCHEMA = 2
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
@@ -195,7 +195,8 @@ def diff_records(plan: Plan) -> tuple[dict[str, Any], ...]:
 
 
 def source_record(plan: Plan, resolved: str) -> SourceRecord:
-    return SourceRecord("git" if isinstance(plan.source, GitSource) else "dir", resolved)
+    kind = {GitSource: "git", DirSource: "dir", SdistSource: "sdist"}[type(plan.source)]
+    return SourceRecord(kind, resolved)
 
 
 def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch: TorchInfo | None,
@@ -230,6 +231,9 @@ def pinned(plan: Plan, resolved_source: str) -> dict[str, Any]:
             source = {"kind": "git", "url": plan.source.url, "ref": plan.source.ref, "commit": resolved_source}
         case DirSource():
             source = {"kind": "dir", "fingerprint": resolved_source}
+        case SdistSource():
+            source = {"kind": "sdist", "requirement": plan.source.requirement,
+                      "sha256": resolved_source.rsplit("sha256:", 1)[-1]}
         case _:
             assert_never(plan.source)
     return {"recipe": asdict(recipe_record(plan)), "options": dict(plan.options), "source": source,

@@ -16,7 +16,7 @@ from rocbuild.errors import UsageError
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.identity import diff_records, pinned, recipe_record
 from rocbuild.plan import Plan
-from rocbuild.source import GitSource
+from rocbuild.source import GitSource, SdistSource
 
 LOCK_SCHEMA = 1
 
@@ -72,8 +72,8 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
             return f"patches[{i}] must be a mapping with 'name' and 'sha256' strings"
     if not isinstance(data.get("options"), dict):
         return "key 'options' must be a mapping"
-    if not isinstance(source, dict) or source.get("kind") not in ("git", "dir"):
-        return "key 'source' must be a mapping whose 'kind' is git or dir"
+    if not isinstance(source, dict) or source.get("kind") not in ("git", "dir", "sdist"):
+        return "key 'source' must be a mapping whose 'kind' is git, dir or sdist"
     return None
 
 
@@ -112,6 +112,13 @@ def check_locked_source(lock: dict[str, Any], plan: Plan, identity: str) -> None
         elif locked.get("commit") != identity:
             problems.append(f"source {source.url} @ {source.ref or 'HEAD'} resolves to {identity}, "
                             f"the lock has {locked.get('commit')}")
+    elif isinstance(source, SdistSource):
+        digest = identity.rsplit("sha256:", 1)[-1]
+        if locked.get("kind") != "sdist" or locked.get("requirement") != source.requirement:
+            problems.append(f"source is the sdist {source.requirement}, the lock has "
+                            f"{locked.get('requirement') or locked.get('url') or locked.get('kind')}")
+        elif locked.get("sha256") != digest:
+            problems.append(f"the sdist {source.requirement} has sha256 {digest}, the lock has {locked.get('sha256')}")
     elif locked.get("fingerprint") != identity:
         problems.append(f"source folder {source.directory} changed since it was locked")
     _refuse(lock, problems)

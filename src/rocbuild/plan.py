@@ -30,7 +30,7 @@ from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find
 from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, StepKind, VerifyKind
 from rocbuild.render import PythonView, Renderer, RocmView
 from rocbuild.roots.enter import inside as in_root
-from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SourceSpec, check_ref
+from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
 
 PYTHON_ALIASES = ("python", "python3")
 # A script the target python runs to report which build modules it lacks.
@@ -347,6 +347,8 @@ def _source_json(source: SourceSpec, dest: Path) -> dict[str, Any]:
             return {"kind": "git", **asdict(source), "dest": str(dest), "commands": source.commands(str(dest))}
         case DirSource():
             return {"kind": "dir", "directory": source.directory, "dest": str(dest), "commands": []}
+        case SdistSource():
+            return {"kind": "sdist", **asdict(source), "dest": str(dest), "commands": source.commands(str(dest))}
         case _:
             assert_never(source)
 
@@ -456,7 +458,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
         torch_check_argv=probe_argv(host.python.executable) if recipe.requires.torch else None,
     )
 
-    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r)
+    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
     readable = _readable(recipe, host, work)
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
                     if _applies(r, e))
@@ -538,13 +540,19 @@ def _verify_step(entry: Entry[VerifyKind], r: Renderer, host: Host) -> Check:
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
-            cache: Path | None, r: Renderer) -> SourceSpec:
+            cache: Path | None, r: Renderer, python: str) -> SourceSpec:
     if source_dir is not None:
         return DirSource(str(Path(source_dir).resolve()))
     src = recipe.source
     if src.path is not None:
         return DirSource(str((recipe.directory / src.path).resolve()))
-    assert src.git is not None  # the loader requires exactly one of git and path
+    if src.sdist is not None:
+        if overridden:
+            raise UsageError(f"--ref {ref}: {recipe.name} comes from the sdist {src.sdist}, not from git",
+                             hint="build another tree with --source-dir DIR")
+        name = src.sdist.replace("==", "-").lower()
+        return SdistSource(src.sdist, str((cache or cache_root()) / "sdists" / name), python, src.sha256)
+    assert src.git is not None  # the loader requires exactly one of git, path and sdist
     if ref is not None and not overridden:
         try:
             check_ref(ref, "source.ref")

@@ -13,7 +13,7 @@ from rocbuild.detect.rocm import Rocm
 from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.proc import SHELL
 from rocbuild.roots.enter import inside as in_root
-from rocbuild.source import DirSource, GitSource
+from rocbuild.source import DirSource, GitSource, SdistSource
 
 Out = Callable[[str], None]
 
@@ -129,6 +129,12 @@ def _prepare(plan: Plan, out: Out) -> None:
             out(f"  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
             out("  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or "
                 "moves; each command is written to the prepare log):")
+            for cmd in s.commands(str(plan.work.src)):
+                out(f"    argv: {json.dumps(cmd)}")
+        case SdistSource():
+            pin = f", checked against sha256 {s.sha256}" if s.sha256 else " (no sha256 pin: `rocbuild lock` records one)"
+            out(f"  the sdist {s.requirement} from the package index{pin}; downloaded only when {s.download_dir} "
+                f"holds no archive, then unpacked into {plan.work.src}:")
             for cmd in s.commands(str(plan.work.src)):
                 out(f"    argv: {json.dumps(cmd)}")
         case _:

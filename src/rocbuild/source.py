@@ -1,4 +1,5 @@
-"""Where a build's source tree comes from, as plain values: a git repository at a ref, or a folder.
+"""Where a build's source tree comes from, as plain values: a git repository at a ref, a folder, or
+an sdist from the package index.
 
 A leaf module: the recipe loader, the planner, the fetcher and the recipe
 registry all speak these types, and none of them is imported here.
@@ -90,4 +91,43 @@ class DirSource:
         return f"copy {self.directory}"
 
 
-SourceSpec = GitSource | DirSource
+# An sdist as a recipe names it: one exact release (PEP 508 name, PEP 440 version).
+SDIST_RE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([0-9][A-Za-z0-9.+!_-]*)$")
+SDIST_ACCEPTED = "NAME==VERSION: one release, e.g. horovod==0.28.1"
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def sdist_problem(requirement: str) -> str | None:
+    """Why `requirement` is not one release's sdist, or None."""
+    from packaging.version import InvalidVersion, Version
+
+    m = SDIST_RE.match(requirement)
+    if m is None:
+        return "not NAME==VERSION"
+    try:
+        Version(m.group(2))
+    except InvalidVersion:
+        return f"{m.group(2)!r} is not a PEP 440 version"
+    return None
+
+
+@dataclass(frozen=True)
+class SdistSource:
+    """One release's sdist from the package index (pip's configuration decides which), downloaded once
+    into a cache folder and unpacked into the work folder; `sha256` pins the archive."""
+
+    requirement: str  # NAME==VERSION
+    download_dir: str  # this release's folder in the cache
+    python: str  # whose pip downloads it (the target python)
+    sha256: str | None = None
+
+    def commands(self, dest: str) -> list[list[str]]:
+        return [[self.python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                 "--disable-pip-version-check", "-d", self.download_dir, self.requirement]]
+
+    def describe(self) -> str:
+        pin = f" (sha256 {self.sha256[:12]})" if self.sha256 else ""
+        return f"sdist {self.requirement}{pin}"
+
+
+SourceSpec = GitSource | DirSource | SdistSource

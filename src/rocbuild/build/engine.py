@@ -32,6 +32,7 @@ from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fing
 from rocbuild.build.patch import apply_patch
 from rocbuild.build.publish import finalize, publish
 from rocbuild.build.requirements import check_requirements, probe_torch
+from rocbuild.build.sdist import resolve_sdist, unpack_sdist
 from rocbuild.build.workspace import Workspace, chain_of, fingerprint
 from rocbuild.buildcache import BuildCache, Entry
 from rocbuild.buildenv import BuildEnv
@@ -43,7 +44,7 @@ from rocbuild.lock import check_locked_source
 from rocbuild.plan import Plan, Step
 from rocbuild.proc import StepRunner
 from rocbuild.progress import Progress
-from rocbuild.source import DirSource, GitSource
+from rocbuild.source import DirSource, GitSource, SdistSource
 
 PREPARE_STAMP = "prepare"
 
@@ -156,6 +157,9 @@ class Engine:
                 if not Path(source.directory).is_dir():
                     raise UsageError(f"source folder {source.directory} does not exist or is not a folder")
                 resolved = Resolved(tree_fingerprint(Path(source.directory)))
+            case SdistSource():
+                identity, downloaded = resolve_sdist(source, self._git_log(log))
+                resolved = Resolved(identity, downloaded)
             case _:
                 assert_never(source)
         if self.locked is not None:
@@ -199,6 +203,10 @@ class Engine:
                 if skipped:
                     self.progress.say(f"    skipped {len(skipped)} FIFO(s), socket(s) or device(s): "
                                       + ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
+            case SdistSource():
+                unpack_sdist(plan.source, plan.work.src)
+                how = "downloaded" if resolved.downloaded else "from the cache"
+                self.progress.say(f"    source: {resolved.identity} ({how})")
             case _:
                 assert_never(plan.source)
         for action in plan.patches:

@@ -49,7 +49,15 @@ from rocbuild.recipe.model import (
     VerifyKind,
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
-from rocbuild.source import FULL_SHA_RE, GIT_URLS_ACCEPTED, check_ref, git_url_problem
+from rocbuild.source import (
+    FULL_SHA_RE,
+    GIT_URLS_ACCEPTED,
+    SDIST_ACCEPTED,
+    SHA256_RE,
+    check_ref,
+    git_url_problem,
+    sdist_problem,
+)
 
 MAX_RECIPE_BYTES = 1 << 20
 # Options after which the next argv word is a program text (bash/sh -c, python -c, perl/node/ruby -e).
@@ -83,7 +91,9 @@ TOP_KEYS = {
 }
 OUTPUTS = ("wheel", "tree")
 TREE_VERIFY_KINDS = ("command",)
-SOURCE_KEYS = {"git": False, "path": False, "ref": False, "commit": False, "submodules": False}
+SOURCE_KEYS = {"git": False, "path": False, "sdist": False, "ref": False, "commit": False, "submodules": False,
+               "sha256": False}
+GIT_ONLY_KEYS = ("ref", "commit", "submodules")
 REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False, "torch": False}
 TORCH_FLAVOURS = ("rocm",)
 OPTION_KEYS = {"default": True, "choices": False, "multi": False, "help": False}
@@ -493,9 +503,19 @@ class _Loader:
     def source(self, value: Any, mark: Mark) -> Source:
         src = self.mapping(value, "source", mark, SOURCE_KEYS)
         vm = src.value_marks
-        if ("git" in src) == ("path" in src):
-            raise self.error("give exactly one of git or path", "source", mark, value=sorted(src),
-                             accepted="git: URL (with ref/commit/submodules), or path: a local folder")
+        if sum(k in src for k in ("git", "path", "sdist")) != 1:
+            raise self.error("give exactly one of git, path or sdist", "source", mark, value=sorted(src),
+                             accepted="git: URL (with ref/commit/submodules), path: a local folder, or "
+                                      "sdist: NAME==VERSION (with sha256)")
+        for key in GIT_ONLY_KEYS:
+            if key in src and "git" not in src:
+                raise self.error(f"{key} applies to git sources only", f"source.{key}", vm[key], value=src[key],
+                                 accepted="ref, commit and submodules beside git:; sha256 beside sdist:")
+        if "sha256" in src and "sdist" not in src:
+            raise self.error("sha256 applies to sdist sources only", "source.sha256", vm["sha256"],
+                             value=src["sha256"], accepted="sha256 beside sdist: NAME==VERSION")
+        if "sdist" in src:
+            return self.sdist_source(src, vm)
         commit = None
         if "commit" in src:
             commit = self.tstring(src["commit"], "source.commit", vm["commit"])
@@ -524,6 +544,18 @@ class _Loader:
             submodules=self.boolean(src["submodules"], "source.submodules", vm["submodules"])
             if "submodules" in src else False,
         )
+
+    def sdist_source(self, src: YMap, vm: dict[str, Any]) -> Source:
+        requirement = self.string(src["sdist"], "source.sdist", vm["sdist"])
+        if (problem := sdist_problem(requirement)) is not None:
+            raise self.error(problem, "source.sdist", vm["sdist"], value=requirement, accepted=SDIST_ACCEPTED)
+        sha256 = None
+        if "sha256" in src:
+            sha256 = self.string(src["sha256"], "source.sha256", vm["sha256"]).lower()
+            if not SHA256_RE.match(sha256):
+                raise self.error("not a sha256 digest", "source.sha256", vm["sha256"], value=src["sha256"],
+                                 accepted="64 hexadecimal digits, as `sha256sum` prints them")
+        return Source(sdist=requirement, sha256=sha256)
 
     def source_path(self, src: YMap, vm: dict[str, Any]) -> str:
         """Relative to the file that says it: a base recipe's folder stays its own when extended."""

@@ -46,6 +46,8 @@ class Source:
     commit: str | None = None  # optional pin: the build fails when `ref` resolves elsewhere
     submodules: bool = False
     path: str | None = None  # a local folder (relative to the recipe file), copied, never modified
+    sdist: str | None = None  # NAME==VERSION: the release's sdist from the package index
+    sha256: str | None = None  # the sdist's pin
 
 
 @dataclass(frozen=True)

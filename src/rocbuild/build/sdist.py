@@ -1,0 +1,97 @@
+"""An sdist source: downloaded once with pip (so pip's index settings apply) into the cache, checked
+against its sha256 pin, unpacked into the work folder without letting any member out of it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+from rocbuild.errors import StepFailed
+from rocbuild.fsutil import within
+from rocbuild.source import SdistSource
+
+Log = Callable[[str], None]
+ARCHIVES = ("*.tar.gz", "*.tgz", "*.zip", "*.tar.bz2", "*.tar.xz")
+
+
+def archive_of(spec: SdistSource) -> Path | None:
+    folder = Path(spec.download_dir)
+    found = sorted(p for pattern in ARCHIVES for p in folder.glob(pattern)) if folder.is_dir() else []
+    return found[0] if len(found) == 1 else None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_sdist(spec: SdistSource, log: Log) -> tuple[str, bool]:
+    """('NAME==VERSION sha256:HEX', downloaded now?). Downloads when the cache has no archive."""
+    archive = archive_of(spec)
+    downloaded = False
+    if archive is None:
+        folder = Path(spec.download_dir)
+        shutil.rmtree(folder, ignore_errors=True)  # a partial or ambiguous download starts over
+        folder.mkdir(parents=True)
+        (argv,) = spec.commands("")
+        log("$ " + " ".join(argv))
+        log(f"downloading the sdist {spec.requirement}")
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+        log(result.stdout + result.stderr)
+        archive = archive_of(spec)
+        if result.returncode != 0 or archive is None:
+            shutil.rmtree(folder, ignore_errors=True)
+            lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+            raise StepFailed(f"cannot download the sdist {spec.requirement} (pip exited with {result.returncode})",
+                             hint="\n".join(lines[-8:]) + "\nthe package index is pip's: PIP_INDEX_URL, pip.conf")
+        downloaded = True
+    digest = sha256_of(archive)
+    if spec.sha256 is not None and digest != spec.sha256:
+        raise StepFailed(f"the sdist {spec.requirement} ({archive.name}) has sha256 {digest}, the recipe pins "
+                         f"{spec.sha256}",
+                         hint="the index served other bytes than the recipe was written for: check the index, "
+                              "or update source.sha256 if the new archive is trusted")
+    log(f"sdist {archive.name}: sha256 {digest}")
+    return f"{spec.requirement} sha256:{digest}", downloaded
+
+
+def unpack_sdist(spec: SdistSource, dest: Path) -> None:
+    """The archive's one top-level folder becomes `dest`; links, devices and paths out of it are refused."""
+    archive = archive_of(spec)
+    if archive is None:
+        raise StepFailed(f"the sdist {spec.requirement} is no longer in {spec.download_dir}",
+                         hint="run the same command again: it is downloaded again")
+    staging = dest.parent / (dest.name + ".unpack")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        if archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as zf:
+                for name in zf.namelist():
+                    if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+                        raise StepFailed(f"{archive.name}: member {name!r} leaves the archive's folder")
+                zf.extractall(staging)
+        else:
+            if not hasattr(tarfile, "data_filter"):
+                raise StepFailed("unpacking sdists safely needs Python 3.10.12, 3.11.4 or newer (tarfile filters)")
+            with tarfile.open(archive) as tar:
+                try:
+                    tar.extractall(staging, filter="data")
+                except tarfile.FilterError as exc:
+                    raise StepFailed(f"{archive.name}: refused member ({exc})") from None
+        tops = list(staging.iterdir())
+        top = tops[0] if len(tops) == 1 and tops[0].is_dir() else staging
+        if not within(top, staging):
+            raise StepFailed(f"{archive.name}: its top folder leaves the archive")
+        shutil.rmtree(dest, ignore_errors=True)
+        top.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
