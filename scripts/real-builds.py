@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
+ROCBUILD_VERSION = subprocess.run([*ROCBUILD, "--version"], capture_output=True, text=True,
+                                  check=False).stdout.split()[-1]
 LLVM_CHECK = ('set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; '
               '"$P/llvm-objcopy" --dump-section .hip_fatbin="$2" "$1" && '
               '"$P/clang-offload-bundler" --list --type=o --input="$2"')
@@ -107,6 +109,7 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     seconds = round(time.monotonic() - started, 1)
     sys.stderr.write(result.stderr[-4000:])
     record: dict[str, Any] = {"recipe": recipe, "rocm": rocm, "archs": archs.split(","), "build_seconds": seconds,
+                              "rocbuild_version": ROCBUILD_VERSION,
                               "exit_code": result.returncode, "sets": sets,
                               "source": origin}
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]

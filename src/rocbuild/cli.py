@@ -129,9 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="create: another Debian package to install (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable output (list, create, suites)")
 
-    p = sub.add_parser("recipes", help="list, show, lint or create recipes; add, update or remove recipe sources")
+    p = sub.add_parser("recipes", help="list, show, lint or create recipes; add, update or remove recipe sources; "
+                                       "status: what each was last built and verified with for real")
     p.add_argument("action", nargs="?", default="list",
-                   choices=("list", "show", "lint", "new", "add", "update", "remove", "sources"))
+                   choices=("list", "show", "lint", "new", "add", "update", "remove", "sources", "status"))
     p.add_argument("names", nargs="*", help="show/new: a recipe name; lint: recipe files; add: a git URL or "
                                             "folder; update/remove: source names")
     p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
@@ -139,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", help="add: the branch, tag or commit of the recipe repository (default: its HEAD)")
     p.add_argument("--name", help="add: the source's name (default: from the URL or folder)")
     p.add_argument("-o", "--output", metavar="FILE", help="new: where to write (default: ./NAME.yaml)")
+    p.add_argument("--results", metavar="FILE",
+                   help="status: a real-builds results file (default: the one shipped with rocbuild)")
 
     p = sub.add_parser("cache", help="the build cache: list entries, prune them, or print the cache folder")
     p.add_argument("action", nargs="?", default="list", choices=("list", "prune", "path"))

@@ -261,6 +261,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
 def cmd_recipes(args: argparse.Namespace) -> int:
     if args.action in ("add", "update", "remove", "sources", "new"):
         return _recipe_sources(args)
+    if args.results and args.action != "status":
+        raise UsageError(f"`recipes {args.action}` takes no --results", hint="--results goes with `recipes status`")
     if args.ref or args.name or args.output:
         raise UsageError(f"`recipes {args.action}` takes no --ref, --name or -o",
                          hint="--ref and --name go with `recipes add`, -o with `recipes new`")
@@ -282,6 +284,8 @@ def cmd_recipes(args: argparse.Namespace) -> int:
             for r in rows:
                 print(f"{r['name']:<16} {r['version'] or 'INVALID':<12} {r['origin']:<16} {r['path']}")
         return 0
+    if args.action == "status":
+        return _recipe_status(args)
     if args.action == "show":
         if len(args.names) != 1:
             raise UsageError("usage: rocbuild recipes show NAME")
@@ -348,6 +352,21 @@ def _recipe_sources(args: argparse.Namespace) -> int:
             print(f"{s.name:<16} {s.kind:<4} {s.describe()}")
         if not rows:
             print("no recipe sources; add one with `rocbuild recipes add URL|PATH`")
+    return 0
+
+
+def _recipe_status(args: argparse.Namespace) -> int:
+    from rocbuild import status
+
+    records = status.read_results(Path(args.results) if args.results else status.shipped_results())
+    names = list(args.names) or [found.name for found in catalog.all_recipes(args.recipes)]
+    rows = [status.recipe_status(name, records) for name in names]
+    if args.json:
+        _dump(rows)
+    else:
+        for row in rows:
+            for line in status.status_lines(row):
+                print(line)
     return 0
 
 

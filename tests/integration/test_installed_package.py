@@ -44,3 +44,7 @@ def test_wheel_install_finds_recipes_and_patches(tmp_path):
     source = json.loads(plan.stdout)["source"]["directory"]
     assert source.startswith(str(site)) and os.path.isfile(os.path.join(source, "pyproject.toml"))
     assert os.path.isfile(os.path.join(source, "src", "hello_hip", "_core.hip"))
+    # The real-builds results ship too: `recipes status` reads them from the installed package.
+    shipped = json.loads((REPO / "real-builds" / "results.json").read_text())
+    status = json.loads(run("recipes", "status", "--json").stdout)
+    assert {r["recipe"] for r in status if r["built_for_real"]} == {r["recipe"] for r in shipped}
