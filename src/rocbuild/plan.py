@@ -266,6 +266,7 @@ class Requirements:
     python_check_argv: tuple[str, ...] | None
     torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
     torch_check_argv: tuple[str, ...] | None = None  # reads torch/version.py without importing torch
+    tool_versions: dict[str, str] = field(default_factory=dict)  # tool -> specifier its `--version` must satisfy
 
 
 @dataclass(frozen=True)
@@ -448,14 +449,16 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     # With a build environment, the build modules are installed, not looked for; only what must come
     # from the target python itself is.
     checked = tuple(m for m in modules if env_plan is None or m.split(".")[0] in FROM_TARGET_ONLY)
+    tools = names(recipe.requires.tools)
     requirements = Requirements(
         rocm=recipe.requires.rocm,
-        tools=names(recipe.requires.tools),
+        tools=tools,
         python_modules=modules,
         cmake_packages=names(recipe.requires.cmake_packages),
         python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
         torch=recipe.requires.torch,
         torch_check_argv=probe_argv(host.python.executable) if recipe.requires.torch else None,
+        tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
     )
 
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)

@@ -81,8 +81,11 @@ def plan_text(plan: Plan, out: Out = print) -> None:
 def _requirements(plan: Plan, out: Out) -> None:
     req = plan.requirements
     out("requirements (checked before anything runs):")
-    out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(req.tools) or '-'}; "
+    tools = [f"{t} {req.tool_versions[t]}" if t in req.tool_versions else t for t in req.tools]
+    out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(tools) or '-'}; "
         f"cmake packages: {', '.join(req.cmake_packages) or '-'}")
+    for tool in req.tool_versions:
+        out(f"    argv: {json.dumps([tool, '--version'])}  (its first X.Y.Z must satisfy {req.tool_versions[tool]})")
     if req.python_check_argv:
         out(f"  python modules: {', '.join(req.python_modules)}")
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")

@@ -59,3 +59,27 @@ def test_system_folders_are_not_shared_with_a_root(cli, tmp_path, data_home):
     assert "--out /usr/share/wheels: cannot be shared with a build root (/usr is the root's own)" in err
     code, _, err = cli("detect", "--root", str(tree), "--rocminfo", "/etc/hostname")
     assert code == 2 and "--rocminfo /etc: cannot be shared" in err
+
+
+def test_a_tool_older_than_the_recipe_needs_is_named(cli, tmp_path, rocm61):
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "examples" / "hello-hip", tmp_path / "hello-hip")
+    version = subprocess.run(["cmake", "--version"], capture_output=True, text=True).stdout.split()[2]
+    recipe = tmp_path / "newcmake.yaml"
+    recipe.write_text("schema: 1\nname: newcmake\nversion: '1'\noutput: tree\nsource:\n  path: hello-hip\n"
+                      "requires:\n  tools:\n    - name: cmake\n      version: '>=99.1'\n")
+    code, out, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 0 and "tools: cmake >=99.1" in out and '["cmake", "--version"]' in out
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 3
+    assert f"tool 'cmake' is {version}; the recipe needs >=99.1" in err
+    recipe.write_text(recipe.read_text().replace(">=99.1", f"=={version}"))
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 0, err
+    recipe.write_text(recipe.read_text().replace(f"=={version}", "newest"))
+    code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 2 and "requires.tools[0].version" in err and "not a version specifier" in err

@@ -22,7 +22,7 @@ def test_bitsandbytes_plan(cli, rocm61, tmp_path, archs):
     cmake, cmake_build, wheel = plan["steps"]
     assert cmake["argv"][:5] == ["cmake", "-S", src, "-B", build]
     assert f"-DBNB_ROCM_ARCH={archs.replace(',', ';')}" in cmake["argv"]
-    assert "-DCOMPUTE_BACKEND=hip" in cmake["argv"] and "-DCMAKE_BUILD_TYPE=Release" in cmake["argv"]
+    assert "-DCOMPUTE_BACKEND=hip" in cmake["argv"] and "-DCMAKE_BUILD_TYPE=MinSizeRel" in cmake["argv"]
     assert f"-DCMAKE_HIP_COMPILER={rocm61}/lib/llvm/bin/clang++" in cmake["argv"]
     assert cmake_build["argv"] == ["cmake", "--build", build, "--parallel", "3"]
     assert wheel["argv"][1:7] == ["-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation"]
@@ -33,11 +33,18 @@ def test_bitsandbytes_plan(cli, rocm61, tmp_path, archs):
     assert plan["archs"] == archs.split(",")
 
 
-def test_bitsandbytes_old_branch_plan(cli, rocm61, tmp_path):
-    plan = plan_json(cli, "bitsandbytes", "--arch", "gfx1100", "--rocm", rocm61, "--ref", "multi-backend-refactor")
-    assert plan["source"]["ref"] == "multi-backend-refactor" and plan["source"]["commit"] is None
-    assert "hipsparse" in plan["requirements"]["cmake_packages"]
-    assert "setuptools_scm" in plan["requirements"]["python_modules"]
+def test_bitsandbytes_other_ref_drops_the_pin(cli, rocm61, tmp_path):
+    plan = plan_json(cli, "bitsandbytes", "--arch", "gfx1100", "--rocm", rocm61, "--ref", "main")
+    assert plan["source"]["ref"] == "main" and plan["source"]["commit"] is None
+
+
+def test_bitsandbytes_compact_option(cli, rocm61, tmp_path):
+    """Upstream's release builds (MinSizeRel, compressed device code) by default; Release on request."""
+    default = plan_json(cli, "bitsandbytes", "--arch", "gfx1100", "--rocm", rocm61)["steps"][0]["argv"]
+    assert "-DCMAKE_BUILD_TYPE=MinSizeRel" in default and "-DCMAKE_HIP_FLAGS=--offload-compress" in default
+    plain = plan_json(cli, "bitsandbytes", "--arch", "gfx1100", "--rocm", rocm61, "--set", "compact=off")
+    argv = plain["steps"][0]["argv"]
+    assert "-DCMAKE_BUILD_TYPE=Release" in argv and "-DCMAKE_HIP_FLAGS=" in argv
 
 
 @pytest.mark.parametrize("archs", ["gfx1100", "gfx90a,gfx1100"])

@@ -147,3 +147,19 @@ def test_a_folder_not_made_yet_is_reached_through_its_parent(tmp_path):
     assert not (tmp_path / "a").exists()  # entering the root creates nothing
     existing = Share(tmp_path, False, "--source-dir")
     assert mount_point(existing) == existing
+
+
+def test_an_import_check_is_skipped_only_for_a_missing_dependency():
+    from rocbuild.build.checks import missing_dependency
+    from rocbuild.plan import CommandCheck, ImportCheck
+
+    check = ImportCheck("import", "recipe:1", ("python", "-c", "..."), {}, "bitsandbytes")
+    torch_missing = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'torch'\n"
+    assert missing_dependency(check, torch_missing) == "torch"
+    assert missing_dependency(check, "ModuleNotFoundError: No module named 'torch.cuda'") == "torch"
+    # the package itself, or a part of it, missing: a broken wheel, not a skip
+    assert missing_dependency(check, "ModuleNotFoundError: No module named 'bitsandbytes'") is None
+    assert missing_dependency(check, "ModuleNotFoundError: No module named 'bitsandbytes._ops'") is None
+    assert missing_dependency(check, "OSError: libamdhip64.so.7: cannot open shared object file") is None
+    command = CommandCheck("run", "recipe:2", ("python", "-c", "import torch"), {})
+    assert missing_dependency(command, torch_missing) is None

@@ -99,6 +99,11 @@ class Checker:
         started = self.progress.start(label, shown)
         cwd = str(self.plan.work.verify / "site") if wheels else str(self.plan.work.src)
         result = self.runner.run(check.argv, cwd=cwd, env={**env, **check.env}, log=self.log)
+        lacking = missing_dependency(check, result.output) if result.exit_code != 0 else None
+        if lacking is not None:
+            self.progress.skipped(label, f"it needs {lacking}, which the target python "
+                                         f"{self.plan.host.python.executable} lacks")
+            return
         if result.exit_code != 0:
             raise StepFailed(f"{label}: command exited with {result.exit_code} (recipe {check.where})",
                              hint=tail(self.log) + f"\nfull log: {self.log}\n{KEPT_OUT}")
@@ -110,6 +115,22 @@ class Checker:
                 hint=result.output.strip()[-3000:] + f"\nfull log: {self.log}\n{KEPT_OUT}",
             )
         self.progress.done(label, started)
+
+
+NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+def missing_dependency(check: CommandCheck | ImportCheck, output: str) -> str | None:
+    """For an `import:` check that failed because the target python lacks another module the
+    package imports (bitsandbytes imports torch): that module. The package's own modules missing
+    is a real failure."""
+    if not isinstance(check, ImportCheck):
+        return None
+    found = NO_MODULE.findall(output)
+    if not found:
+        return None
+    top = found[-1].split(".")[0]
+    return None if top == check.module.split(".")[0] else top
 
 
 def _wheel_contains(check: WheelContainsCheck, wheels: list[Path]) -> None:

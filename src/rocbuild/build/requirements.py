@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ from rocbuild.buildenv import distribution_of
 from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan import Plan
-from rocbuild.proc import StepRunner
+from rocbuild.proc import StepRunner, query_process
 from rocbuild.roots.commands import install_argv
 from rocbuild.roots.enter import inside
 from rocbuild.roots.packages import listed_packages, map_requirements
@@ -67,6 +68,7 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
                             "(or run the same command with --install-missing)")
     for tool in tools:
         problems.append(f"tool {tool!r} not found on PATH" + _debian(root, f"tool {tool!r}", tools, packages))
+    problems += _tool_version_problems(plan, tools)
     for pkg in packages:
         roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
         problems.append(f"CMake package {pkg!r} not found under {roots}"
@@ -87,6 +89,32 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
             hint="\n".join("- " + p for p in problems) + install_hint
             + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
         )
+
+
+def tool_version(tool: str, path: str | None) -> str | None:
+    """The first X.Y[.Z] that `TOOL --version` prints, or None."""
+    found = shutil.which(tool, path=path)
+    answer = query_process([found, "--version"], timeout=30) if found else None
+    if answer is None or isinstance(answer, str):
+        return None
+    m = re.search(r"(\d+\.\d+(?:\.\d+)?)", answer.stdout + answer.stderr)
+    return m.group(1) if m else None
+
+
+def _tool_version_problems(plan: Plan, missing: list[str]) -> list[str]:
+    path = plan.base_env.get("PATH", os.environ.get("PATH"))
+    problems = []
+    for tool, spec in plan.requirements.tool_versions.items():
+        if tool in missing:
+            continue
+        version = tool_version(tool, path)
+        if version is None:
+            problems.append(f"tool {tool!r}: cannot read its version (`{tool} --version`); the recipe needs {spec}")
+        elif not SpecifierSet(spec).contains(version, prereleases=True):
+            problems.append(f"tool {tool!r} is {version}; the recipe needs {spec} (a newer one: pip install "
+                            f"'{tool}{spec}' in a venv on PATH, or the distribution's backports)"
+                            if tool == "cmake" else f"tool {tool!r} is {version}; the recipe needs {spec}")
+    return problems
 
 
 def _missing_tools(plan: Plan) -> list[str]:

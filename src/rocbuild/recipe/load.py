@@ -382,15 +382,26 @@ class _Loader:
         return tuple(out)
 
     def names(self, value: Any, key: str, mark: Mark, pattern: re.Pattern[str] = PLAIN_NAME_RE,
-              what: str = "a name of letters, digits and . _ + - (no path)") -> tuple[Conditional, ...]:
+              what: str = "a name of letters, digits and . _ + - (no path)",
+              versions: dict[str, str] | None = None) -> tuple[Conditional, ...]:
+        """`versions`: where entries may carry `version:` (a PEP 440 specifier), collected by name."""
         items = self.seq(value, key, mark, "names (or {name: ..., when: ...})")
         out = []
         for i, item in enumerate(items):
             ikey, imark = f"{key}[{i}]", items.item_marks[i]
             when, when_pos = None, None
             if isinstance(item, YMap):
-                self.mapping(item, ikey, imark, {"name": True, "when": False})
+                keys = {"name": True, "when": False, **({"version": False} if versions is not None else {})}
+                self.mapping(item, ikey, imark, keys)
                 when, when_pos = self.when(item, ikey), self.when_at(item, ikey)
+                if versions is not None and "version" in item:
+                    spec = self.string(item["version"], f"{ikey}.version", item.value_marks["version"])
+                    try:
+                        SpecifierSet(spec)
+                    except InvalidSpecifier:
+                        raise self.error("not a version specifier", f"{ikey}.version", item.value_marks["version"],
+                                         value=spec, accepted="PEP 440 specifiers, e.g. \">=3.22.1\"") from None
+                    versions[str(item["name"])] = spec
                 item, imark, ikey = item["name"], item.value_marks["name"], _join(ikey, "name")
             text = self.tstring(item, ikey, imark)
             if not templating.is_template(text) and not pattern.match(text):
@@ -584,10 +595,13 @@ class _Loader:
             if torch not in TORCH_FLAVOURS:
                 raise self.error("unknown torch flavour", "requires.torch", vm["torch"], value=torch,
                                  accepted="rocm (the target python's torch must be a ROCm build)")
+        tool_versions: dict[str, str] = {}
         return Requires(
             torch=torch,
             rocm=rocm,
-            tools=self.names(req["tools"], "requires.tools", vm["tools"]) if "tools" in req else (),
+            tools=self.names(req["tools"], "requires.tools", vm["tools"], versions=tool_versions)
+            if "tools" in req else (),
+            tool_versions=tuple(sorted(tool_versions.items())),
             python=self.names(req["python"], "requires.python", vm["python"], MODULE_RE,
                               "an importable module name such as setuptools or torch.utils") if "python" in req else (),
             cmake_packages=self.names(req["cmake-packages"], "requires.cmake-packages", vm["cmake-packages"])

@@ -57,6 +57,7 @@ class Requires:
     rocm: str | None = None  # a PEP 440 version specifier, e.g. ">=6.1"
     torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
     tools: tuple[Conditional, ...] = ()
+    tool_versions: tuple[tuple[str, str], ...] = ()  # (tool, PEP 440 specifier its --version must satisfy)
     python: tuple[Conditional, ...] = ()  # modules importable in the target python
     cmake_packages: tuple[Conditional, ...] = ()  # config packages under the ROCm prefix
 
