@@ -39,6 +39,18 @@ def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, text=True, check=False, **kw)
 
 
+def run_measured(argv: list[str], scratch: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run `argv`; its result and the peak resident memory (KiB) of the largest process in its tree
+    (a compiler, mostly): wait4's rusage covers every descendant that was waited for."""
+    print("$ " + " ".join(argv), file=sys.stderr, flush=True)
+    out, err = scratch / "build.out", scratch / "build.err"
+    with open(out, "w") as fo, open(err, "w") as fe:
+        proc = subprocess.Popen(argv, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+    code = proc.returncode = os.waitstatus_to_exitcode(status)
+    return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text()), usage.ru_maxrss
+
+
 def pairs(items: list[str], flag: str) -> dict[str, str]:
     out = {}
     for item in items:
@@ -105,12 +117,13 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     for s in sets:
         argv += ["--set", s]
     started = time.monotonic()
-    result = run(argv, capture_output=True)
+    result, peak_kib = run_measured(argv, scratch)
     seconds = round(time.monotonic() - started, 1)
     sys.stderr.write(result.stderr[-4000:])
     record: dict[str, Any] = {"recipe": recipe, "rocm": rocm, "archs": archs.split(","), "build_seconds": seconds,
                               "rocbuild_version": ROCBUILD_VERSION,
                               "exit_code": result.returncode, "sets": sets,
+                              "peak_process_mib": round(peak_kib / 1024),
                               "source": origin}
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
     record["wheels"] = [w.name for w in wheels]
@@ -139,6 +152,8 @@ def main() -> int:
     p.add_argument("--rocm", default="7.2", help="ROCm releases, comma-separated (default 7.2)")
     p.add_argument("--recipes", default="hello-hip", help="recipes, comma-separated (default hello-hip)")
     p.add_argument("--arch", default="gfx1100,gfx942,gfx1201")
+    p.add_argument("--recipe-arch", action="append", default=[], metavar="NAME=ARCHS",
+                   help="another arch set for one recipe (a heavy build, say)")
     p.add_argument("--source-dir", action="append", default=[], metavar="NAME=DIR")
     p.add_argument("--sdist", action="append", default=[], metavar="NAME=REQUIREMENT")
     p.add_argument("--set", action="append", default=[], metavar="NAME:OPTION=VALUE", help="a recipe's option")
@@ -152,6 +167,7 @@ def main() -> int:
     # Where each tree came from, as the results say it (never a folder of this machine).
     origins = {name: "a --source-dir tree" for name in sources}
     origins.update({name: f"sdist {requirement}" for name, requirement in sdists.items()})
+    recipe_archs = pairs(args.recipe_arch, "--recipe-arch")
     sets: dict[str, list[str]] = {}
     for item in args.set:
         name, _, setting = item.partition(":")
@@ -165,7 +181,7 @@ def main() -> int:
             root, made_in = ensure_root(rocm, args.root_prefix)
             info = root_info(root)
             for recipe in args.recipes.split(","):
-                record = build_one(recipe, rocm, root, args.arch, sources.get(recipe),
+                record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
                                    origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch)
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
                                "rocm_packages": {k: v for k, v in info.get("versions", {}).items()

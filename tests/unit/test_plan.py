@@ -58,7 +58,9 @@ def test_horovod_plan_rocm61(cli, rocm61, archs):
     assert env["HOROVOD_WITH_PYTORCH"] == "1" and env["HOROVOD_WITHOUT_TENSORFLOW"] == "1"
     assert "HIP_PATH" not in env  # only for distro layouts
     kinds = [p["kind"] for p in plan["patches"]]
-    assert kinds == ["link", "replace", "diff", "diff"]
+    # link FindHIP, rccl.h, four header fixes for newer compilers, then the two diffs
+    assert kinds == ["link", "replace", "replace", "replace", "replace", "replace", "diff", "diff"]
+    assert env["CMAKE_POLICY_VERSION_MINIMUM"] == "3.5"
     assert plan["patches"][0]["from"] == f"{rocm61}/lib/cmake/hip/FindHIP*"
     assert plan["patches"][1]["with"] == "#include <rccl/rccl.h>"
     verify = {v["name"]: v for v in plan["verify"]}
@@ -73,7 +75,8 @@ def test_horovod_plan_old_rocm_layout(cli, tmp_path):
     old = make_rocm_tree(tmp_path, "5.1.3")
     plan = plan_json(cli, "horovod", "--arch", "gfx90a", "--rocm", old, "--set", "frameworks=none")
     assert plan["patches"][0]["from"] == f"{old}/hip/cmake/FindHIP*"
-    assert [p["kind"] for p in plan["patches"]] == ["link", "diff", "diff"]  # rccl.h stays: no rccl/ there
+    # rccl.h stays: no rccl/ there
+    assert [p["kind"] for p in plan["patches"]] == ["link", "replace", "replace", "replace", "replace", "diff", "diff"]
     assert plan["env"]["HOROVOD_WITHOUT_PYTORCH"] == "1"
     assert "torch" not in plan["requirements"]["python_modules"]
 

@@ -158,7 +158,7 @@ class Engine:
                     raise UsageError(f"source folder {source.directory} does not exist or is not a folder")
                 resolved = Resolved(tree_fingerprint(Path(source.directory)))
             case SdistSource():
-                identity, downloaded = resolve_sdist(source, self._git_log(log))
+                identity, downloaded = resolve_sdist(source, self._git_log(log), log)
                 resolved = Resolved(identity, downloaded)
             case _:
                 assert_never(source)

@@ -33,8 +33,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def resolve_sdist(spec: SdistSource, log: Log) -> tuple[str, bool]:
-    """('NAME==VERSION sha256:HEX', downloaded now?). Downloads when the cache has no archive."""
+def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, bool]:
+    """('NAME==VERSION sha256:HEX', downloaded now?). Downloads when the cache has no archive; `log`
+    says what happens, pip's own output goes to `log_file` only."""
     archive = archive_of(spec)
     downloaded = False
     if archive is None:
@@ -45,7 +46,8 @@ def resolve_sdist(spec: SdistSource, log: Log) -> tuple[str, bool]:
         log("$ " + " ".join(argv))
         log(f"downloading the sdist {spec.requirement}")
         result = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
-        log(result.stdout + result.stderr)
+        with open(log_file, "a", encoding="utf-8", errors="replace") as fh:
+            fh.write(result.stdout + result.stderr)
         archive = archive_of(spec)
         if result.returncode != 0 or archive is None:
             shutil.rmtree(folder, ignore_errors=True)
