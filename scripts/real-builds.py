@@ -110,8 +110,9 @@ def covers(entries: list[str], arch: str) -> bool:
 def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
               scratch: Path) -> dict[str, Any]:
     out = scratch / f"wheelhouse-{recipe}-{rocm}"
+    # A work folder of its own and no build cache: every record is a cold build.
     argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
-            "--no-cache"]
+            "--no-cache", "--work", str(scratch / f"work-{recipe}-{rocm}")]
     if source is not None:
         argv += ["--source-dir", str(source)]
     for s in sets:
@@ -194,7 +195,11 @@ def main() -> int:
                       + (f" ({record.get('why')})" if record["verdict"] != "pass" else ""), flush=True)
     results = Path(args.results)
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps(records, indent=2) + "\n")
+    # The file keeps every recipe and ROCm release's latest record: this run's replace their own.
+    done = {(r["recipe"], r["rocm"]) for r in records}
+    kept = [r for r in json.loads(results.read_text()) if (r.get("recipe"), r.get("rocm")) not in done] \
+        if results.is_file() else []
+    results.write_text(json.dumps(kept + records, indent=2) + "\n")
     print(f"results: {results}")
     bad = [r for r in records if r["verdict"] != "pass" and not r["expected_fail"]]
     return 1 if bad else 0
