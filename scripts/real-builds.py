@@ -39,13 +39,17 @@ def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, text=True, check=False, **kw)
 
 
+# Cold builds: no compiler cache either (the cache folder is shared with every other build).
+BUILD_ENV = dict(os.environ, ROCBUILD_CCACHE="0")
+
+
 def run_measured(argv: list[str], scratch: Path) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run `argv`; its result and the peak resident memory (KiB) of the largest process in its tree
     (a compiler, mostly): wait4's rusage covers every descendant that was waited for."""
     print("$ " + " ".join(argv), file=sys.stderr, flush=True)
     out, err = scratch / "build.out", scratch / "build.err"
     with open(out, "w") as fo, open(err, "w") as fe:
-        proc = subprocess.Popen(argv, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=BUILD_ENV)
         _, status, usage = os.wait4(proc.pid, 0)
     code = proc.returncode = os.waitstatus_to_exitcode(status)
     return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text()), usage.ru_maxrss
@@ -110,7 +114,7 @@ def covers(entries: list[str], arch: str) -> bool:
 def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
               scratch: Path) -> dict[str, Any]:
     out = scratch / f"wheelhouse-{recipe}-{rocm}"
-    # A work folder of its own and no build cache: every record is a cold build.
+    # A work folder of its own, no build cache and no ccache (BUILD_ENV): every record is a cold build.
     argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
             "--no-cache", "--work", str(scratch / f"work-{recipe}-{rocm}")]
     if source is not None:

@@ -422,6 +422,14 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     }
     r = Renderer(ctx)
     # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+    for entry in recipe.unsupported:
+        if _applies(r, entry):
+            chosen = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
+            raise RecipeError(f"{recipe.name} cannot be built with ROCm {host.rocm.version or '?'}"
+                              + (f" and {chosen}" if chosen else "") + f": {entry.value}",
+                              file=str(recipe.path), line=entry.pos.line, column=entry.pos.column,
+                              key=entry.pos.key, value=entry.when,
+                              accepted="another ROCm release or option (--set NAME=VALUE), as the reason says")
     recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
     effective_ref = ref or recipe_ref
     ctx["ref"] = effective_ref or ""

@@ -185,3 +185,24 @@ def test_an_invalid_ref_is_refused_at_load_with_its_line(cli, tmp_path):
                       "  ref: ../x\nsteps:\n  - run: [echo]\n")
     code, _, err = cli("recipes", "lint", recipe)
     assert code == 2 and err.startswith(f"{recipe}:6:8: error: source.ref:"), err
+
+
+def test_an_unsupported_combination_is_refused_before_anything_runs(cli, tmp_path):
+    rocm70 = make_rocm_tree(tmp_path / "r7", "7.0.0")
+    code, _, err = cli("plan", "mamba-ssm", "--arch", "gfx942", "--rocm", rocm70, "--set", "pins=torch2.4")
+    assert code == 2
+    assert "mamba-ssm cannot be built with ROCm 7.0.0 and pins=torch2.4" in err and "use pins=current" in err
+    assert "mamba-ssm.yaml:" in err  # where the recipe says so
+    code, _, err = cli("plan", "mamba-ssm", "--arch", "gfx942", "--rocm", rocm70)
+    assert code == 0, err
+    rocm61 = make_rocm_tree(tmp_path / "r6", "6.1.0")
+    code, _, err = cli("plan", "mamba-ssm", "--arch", "gfx942", "--rocm", rocm61, "--set", "pins=torch2.4")
+    assert code == 0, err
+
+
+def test_unsupported_entries_need_a_reason(cli, tmp_path):
+    recipe = tmp_path / "x.yaml"
+    recipe.write_text("schema: 1\nname: x\nversion: '1'\noutput: tree\nsource: {path: .}\n"
+                      "unsupported:\n  - when: \"${{ true }}\"\n")
+    code, _, err = cli("plan", recipe, "--arch", "gfx90a")
+    assert code == 2 and "unsupported[0]" in err and "why" in err

@@ -87,8 +87,9 @@ TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
     "source": True, "requires": False, "options": False, "env": False,
     "patches": False, "steps": False, "verify": False, "local-version": False, "output": False,
-    "extends": False,
+    "extends": False, "unsupported": False,
 }
+UNSUPPORTED_KEYS = {"when": True, "why": True}
 OUTPUTS = ("wheel", "tree")
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = {"git": False, "path": False, "sdist": False, "ref": False, "commit": False, "submodules": False,
@@ -483,9 +484,24 @@ class _Loader:
             verify=verify,
             local_version=self.local_version(top, vm),
             output=output,
+            unsupported=self.unsupported(top.get("unsupported"), vm.get("unsupported")),
             bases=tuple(self.bases),
             patch_dirs=tuple(self.patch_dirs()),
         )
+
+    def unsupported(self, value: Any, mark: Mark | None) -> tuple[Conditional, ...]:
+        """Combinations (of ROCm, options, targets) the recipe knows cannot build: each a `when:` and a
+        `why:`, refused before anything is fetched."""
+        if value is None:
+            return ()
+        items = self.seq(value, "unsupported", mark or Mark(1, 1), "entries {when: TEMPLATE, why: TEXT}")
+        out = []
+        for i, item in enumerate(items):
+            key, imark = f"unsupported[{i}]", items.item_marks[i]
+            entry = self.mapping(item, key, imark, UNSUPPORTED_KEYS)
+            why = self.string(entry["why"], f"{key}.why", entry.value_marks["why"])
+            out.append(Conditional(why, self.when(entry, key), self.pos(key, imark), self.when_at(entry, key)))
+        return tuple(out)
 
     def output(self, top: YMap, vm: dict[str, Any]) -> str:
         if "output" not in top:
