@@ -135,7 +135,8 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     if result.returncode != 0:
         lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         record["verdict"] = "fail"
-        record["why"] = lines[-1] if lines else f"exit {result.returncode}"
+        # The reason without this run's scratch folder (a path of no use to a later reader).
+        record["why"] = (lines[-1] if lines else f"exit {result.returncode}").replace(str(scratch), "<scratch>")
         return record
     checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, wheels)], capture_output=True)
     record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"
