@@ -83,3 +83,12 @@ def test_a_tool_older_than_the_recipe_needs_is_named(cli, tmp_path, rocm61):
     recipe.write_text(recipe.read_text().replace(f"=={version}", "newest"))
     code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
     assert code == 2 and "requires.tools[0].version" in err and "not a version specifier" in err
+
+
+def test_with_packages_must_be_debian_names(cli, tmp_path, data_home):
+    mirror = make_mirror(tmp_path / "mirror")
+    code, _, err = cli("root", "create", "r72", "--rocm", "7.2", "--mirror", mirror, "--with", "x; touch /tmp/pwned")
+    assert code == 2 and "not a Debian package name" in err
+    code, _, err = cli("root", "create", "r72", "--rocm", "7.2", "--mirror", mirror, "--with", "libnosuch-dev")
+    assert code == 2 and "Debian experimental has no such package" in err
+    assert not data_home.exists()

@@ -163,3 +163,21 @@ def test_an_import_check_is_skipped_only_for_a_missing_dependency():
     assert missing_dependency(check, "OSError: libamdhip64.so.7: cannot open shared object file") is None
     command = CommandCheck("run", "recipe:2", ("python", "-c", "import torch"), {})
     assert missing_dependency(command, torch_missing) is None
+
+
+def test_mmdebstrap_hooks_carry_no_unquoted_outside_value(tmp_path):
+    import shlex
+
+    from rocbuild.roots.archive import Suite
+    from rocbuild.roots.create import PIP_CONF, mmdebstrap_argv
+
+    argv = mmdebstrap_argv(Suite("experimental", "sid", "7.2.4", {}), "http://deb.example/debian",
+                           tmp_path / "a tree", "root", ("libhipblas-dev",))
+    hooks = [a.split("=", 1)[1] for a in argv if a.startswith("--customize-hook=")]
+    assert any(h.endswith("apt-get install -y -t experimental hipcc libamdhip64-dev rocminfo libhipblas-dev")
+               for h in hooks)
+    assert f"printf '%s' {shlex.quote(PIP_CONF)} > \"$1/etc/pip.conf\"" in hooks
+    # the tree and the mirror are argv items of their own, never inside a hook's shell text
+    assert argv[-4:] == ["sid", str(tmp_path / "a tree"), "deb http://deb.example/debian sid main",
+                         "deb http://deb.example/debian experimental main"]
+    assert not any("a tree" in h or "deb.example" in h for h in hooks)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,6 +31,7 @@ from rocbuild.roots.store import (
 )
 
 HOST_CA_FOLDER = Path("/usr/local/share/ca-certificates")
+DEBIAN_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 PIP_CONF = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\ndefault-timeout = 180\n"
 
 
@@ -49,8 +52,7 @@ def creation_mode() -> str:
     return "unshare"
 
 
-def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, pip_conf: Path,
-                    extra: tuple[str, ...] = ()) -> list[str]:
+def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, extra: tuple[str, ...] = ()) -> list[str]:
     """One mmdebstrap run: the base suite's userland with the build tools, then the ROCm packages (from
     the overlay suite, when there is one, with `apt-get -t`). Files go in through its hooks: in unshare
     mode the tree belongs to subordinate ids, which only mmdebstrap's namespace can write as."""
@@ -61,12 +63,14 @@ def mmdebstrap_argv(suite: Suite, mirror: str, tree: Path, mode: str, pip_conf: 
     certs = sorted(HOST_CA_FOLDER.glob("*.crt")) if HOST_CA_FOLDER.is_dir() else []
     if certs:  # this machine's own trust anchors (a proxy's, say), so TLS works the same inside
         argv.append(f"--customize-hook=mkdir -p \"$1{HOST_CA_FOLDER}\"")
-        argv += [f"--customize-hook=upload {c} {HOST_CA_FOLDER}/{c.name}" for c in certs]
+        argv += [f"--customize-hook=cat {shlex.quote(str(c))} > \"$1\"{shlex.quote(f'{HOST_CA_FOLDER}/{c.name}')}"
+                 for c in certs]
         argv.append("--customize-hook=chroot \"$1\" update-ca-certificates")
     target = ["-t", suite.apt_target] if suite.apt_target else []
     argv.append("--customize-hook=chroot \"$1\" env DEBIAN_FRONTEND=noninteractive apt-get install -y "
                 + " ".join([*target, *rocm]))
-    argv.append(f"--customize-hook=upload {pip_conf} /etc/pip.conf")
+    # A constant text, so no path of this machine (which may hold spaces) goes into the hook's command.
+    argv.append("--customize-hook=printf '%s' " + shlex.quote(PIP_CONF) + " > \"$1/etc/pip.conf\"")
     # The mount point for this machine's resolver settings, which entering the root binds there.
     argv.append("--customize-hook=touch \"$1/etc/resolv.conf\"")
     argv += [suite.base, str(tree), f"deb {mirror} {suite.base} main"]
@@ -82,6 +86,10 @@ def create_root(name: str, suite: Suite, mirror: str, rocm: str, progress: Progr
     if folder.exists():
         raise UsageError(f"root {name!r} exists already ({folder})",
                          hint=f"use it (--root {name}), or remove it first: rocbuild root remove {name}")
+    for package in extra:  # they go into mmdebstrap's hook command line: Debian's name syntax only
+        if not DEBIAN_NAME_RE.match(package):
+            raise UsageError(f"--with {package!r}: not a Debian package name",
+                             hint="lower-case letters, digits, '+', '-' and '.', starting with a letter or digit")
     for package in (*ROCM_BASE, *extra):
         if not suite.has(package):
             raise UsageError(f"--with {package}: Debian {suite.name} has no such package")
@@ -91,9 +99,7 @@ def create_root(name: str, suite: Suite, mirror: str, rocm: str, progress: Progr
         remove_tree(partial)
     partial.mkdir(parents=True)
     tree = partial / TREE
-    pip_conf = partial / "pip.conf"
-    pip_conf.write_text(PIP_CONF)
-    argv = mmdebstrap_argv(suite, mirror, tree, mode, pip_conf, extra)
+    argv = mmdebstrap_argv(suite, mirror, tree, mode, extra)
     started = progress.start(f"root create {name}",
                              f"Debian {suite.name} (ROCm {suite.rocm}) from {mirror}, {mode} mode")
     progress.say("    $ " + " ".join(argv))
@@ -102,7 +108,6 @@ def create_root(name: str, suite: Suite, mirror: str, rocm: str, progress: Progr
         if result.returncode != 0:
             raise StepFailed(f"mmdebstrap exited with {result.returncode}; no root was made",
                              hint="its messages are above; run the same command again to retry")
-        pip_conf.unlink()
         info = {"name": name, "suite": suite.name, "base": suite.base, "apt_target": suite.apt_target,
                 "mirror": mirror, "rocm": suite.rocm, "asked": rocm, "mode": mode, "extra": list(extra),
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}

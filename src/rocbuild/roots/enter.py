@@ -1,7 +1,7 @@
 """Running rocbuild inside a build root.
 
-`--root` re-runs the same rocbuild command inside the root, through bubblewrap: the root's tree is
-`/`, this machine's devices, /sys and /tmp are shared, and so are the folders the command names
+`--root` re-runs the same rocbuild command inside the root, through bubblewrap: the root's folders
+make up `/`, this machine's devices, /sys and /tmp are shared, and so are the folders the command names
 (work, --out, --source-dir, recipes, the cache) at the same paths. Inside, every probe, step and
 check is the root's own (its hipcc, cmake, python3, apt), with nothing to translate. rocbuild
 itself runs from this machine's Python, reached read-only under HOST_MOUNT and started through
