@@ -69,9 +69,10 @@ def assemble(request: BuildRequest) -> Plan:
     else:
         # Separate folders for what is likely to alternate (two ROCm releases side by side); the
         # build identity decides, inside a folder, what can be reused.
+        root = root_label()
         key = short_hash([str(found.path.resolve()), archs, str(rocm.path), str(rocm.version), python.executable,
                           request.ref, str(source_dir.resolve()) if source_dir else None, options,
-                          *([root_label()] if root_label() else [])])
+                          *([root] if root else [])])
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
     plan = make_plan(recipe, host, options, work, Path(request.out).resolve(), ref=request.ref,
                      source_dir=source_dir, local_version=local_version(request.local_version),

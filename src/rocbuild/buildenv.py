@@ -40,9 +40,13 @@ FROM_TARGET_ONLY = frozenset({"torch"})
 # What pip assumes for a project without a [build-system] table (PEP 517, PEP 518).
 LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
 STATE_FILE = "rocbuild-env.json"
+# Run by a python with module names: prints those it cannot import, exit 1 when there are any. The
+# requirement check (without a build environment) and the build environment both ask it.
 IMPORT_CHECK = (
     "import importlib.util, sys\n"
-    "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
+    "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
+    "print(' '.join(missing))\n"
+    "sys.exit(1 if missing else 0)"
 )
 LAYER_FILE = "rocbuild-target.pth"
 # Run by the target python: the site folders it imports from, in order, as JSON.

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
-from rocbuild.buildenv import FROM_TARGET_ONLY, BuildEnv, make_build_env
+from rocbuild.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, BuildEnv, make_build_env
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.python import PythonInfo
@@ -33,13 +33,6 @@ from rocbuild.roots.enter import inside as in_root
 from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
 
 PYTHON_ALIASES = ("python", "python3")
-# A script the target python runs to report which build modules it lacks.
-IMPORT_CHECK = (
-    "import importlib.util, sys\n"
-    "missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]\n"
-    "print(' '.join(missing))\n"
-    "sys.exit(1 if missing else 0)"
-)
 # A verify `import:` entry: import one module by name, from the scratch install.
 IMPORT_ONE = "import importlib, sys; importlib.import_module(sys.argv[1]); print('imported', sys.argv[1])"
 # Where the location-free rendering behind a build identity pretends to work: no real folder, the

@@ -92,7 +92,7 @@ def _requirements(plan: Plan, out: Out) -> None:
     root = in_root()
     if root is not None and (req.tools or req.cmake_packages):
         from rocbuild.build.requirements import root_packages
-        from rocbuild.roots.commands import install_argv
+        from rocbuild.roots.commands import apt_commands
         from rocbuild.roots.packages import map_requirements
 
         mapping = map_requirements(req.tools, req.cmake_packages, root_packages(root))
@@ -101,9 +101,9 @@ def _requirements(plan: Plan, out: Out) -> None:
         for label in mapping.unknown:
             out(f"  {label}: no Debian package of {root.get('suite') or 'this root'} is known to provide it")
         target = root.get("apt_target")
-        argv = install_argv(["<the missing ones>"], target if isinstance(target, str) else None)
+        update, install = apt_commands(["<the missing ones>"], target if isinstance(target, str) else None)
         out(f"  with --install-missing, the missing ones are installed into the root first: "
-            f"argv: {json.dumps(['apt-get', 'update', '-qq'])}, then {json.dumps(argv)}")
+            f"argv: {json.dumps(update)}, then {json.dumps(install)}")
     env = plan.build_env
     if env is not None:
         out(f"  build environment (wheel steps run in it; --no-build-env: the target python as it is): {env.folder}")

@@ -141,23 +141,11 @@ def test_no_build_env_in_the_root_names_the_pip_command(root, tmp_path, private_
     assert not (tmp_path / "wh").exists()
 
 
-STEP = """\
-import os, subprocess, sys, time
-pids = sys.argv[1]
-if os.path.exists(os.path.join(pids, "go")):
-    sys.exit(0)
-grandchild = subprocess.Popen(["sleep", "300"])
-open(os.path.join(pids, "child.tmp"), "w").write(f"{os.getpid()} {grandchild.pid}")
-os.replace(os.path.join(pids, "child.tmp"), os.path.join(pids, "child"))
-time.sleep(300)
-"""
-
-
 @pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
 def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_cache, sig, code):
     import signal
 
-    from tests.integration.test_interrupts import start, wait_dead
+    from tests.integration.test_interrupts import STEP, start, wait_dead
 
     src, pids = tmp_path / "project", tmp_path / "pids"
     src.mkdir()

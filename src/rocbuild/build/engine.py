@@ -275,7 +275,8 @@ class Engine:
         buildenv.discard(env)
         self._env_command(env, env.create_argv, log)
         buildenv.layer(env, self._env_command(env, env.site_argv, log))
-        missing = self._env_command(env, env.check_argv, log).split() if env.modules else []
+        # The check exits 1 when something is missing: that is its answer, not a failure.
+        missing = self._env_command(env, env.check_argv, log, answers=(0, 1)).split() if env.modules else []
         install = buildenv.to_install(missing, requires)
         if install:
             self._env_command(env, env.install_argv(install), log)
@@ -283,9 +284,9 @@ class Engine:
         self._env_ready = True
         self.progress.done(label, started, f"installed {' '.join(install)}" if install else "nothing missing")
 
-    def _env_command(self, env: BuildEnv, argv: tuple[str, ...], log: Path) -> str:
+    def _env_command(self, env: BuildEnv, argv: tuple[str, ...], log: Path, answers: tuple[int, ...] = (0,)) -> str:
         result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
-        if result.exit_code != 0:
+        if result.exit_code not in answers:
             no_pip = "No module named pip" in result.output
             why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
                    "apt-get install python3-pip), or build with --no-build-env" if no_pip else

@@ -15,9 +15,9 @@ from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan import Plan
 from rocbuild.proc import StepRunner, query_process
-from rocbuild.roots.commands import install_argv
+from rocbuild.roots.commands import apt_commands
 from rocbuild.roots.enter import inside
-from rocbuild.roots.packages import listed_packages, map_requirements
+from rocbuild.roots.packages import Mapping, listed_packages, map_requirements
 
 
 def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
@@ -51,8 +51,10 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
     tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
     root = inside()
     install_hint = ""
+    mapping = None  # inside a root: the Debian packages of what is missing, read from the suite once
     if root is not None and (tools or packages):
-        mapping = map_requirements(tools, packages, root_packages(root))
+        available = root_packages(root)
+        mapping = map_requirements(tools, packages, available)
         if install_missing and mapping.packages and root.get("rootless"):
             names = " ".join(sorted(set(mapping.packages.values())))
             raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
@@ -61,18 +63,18 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
         if install_missing and mapping.packages:
             _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
             tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
-            mapping = map_requirements(tools, packages, root_packages(root))
+            mapping = map_requirements(tools, packages, available)
         if mapping.packages:
             names = " ".join(sorted(set(mapping.packages.values())))
             install_hint = (f"\ninstall them into the root: rocbuild root install {root.get('name')} {names}\n"
                             "(or run the same command with --install-missing)")
     for tool in tools:
-        problems.append(f"tool {tool!r} not found on PATH" + _debian(root, f"tool {tool!r}", tools, packages))
+        problems.append(f"tool {tool!r} not found on PATH" + _debian(root, mapping, f"tool {tool!r}"))
     problems += _tool_version_problems(plan, tools)
     for pkg in packages:
         roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
         problems.append(f"CMake package {pkg!r} not found under {roots}"
-                        + _debian(root, f"CMake package {pkg!r}", tools, packages))
+                        + _debian(root, mapping, f"CMake package {pkg!r}"))
     if req.python_check_argv:
         result = runner.run(req.python_check_argv, cwd=os.getcwd(), env=plan.base_env, log=log)
         if result.exit_code != 0:
@@ -139,10 +141,9 @@ def root_packages(root: dict[str, object]) -> set[str] | dict[str, str]:
     return listed_packages()
 
 
-def _debian(root: dict[str, object] | None, label: str, tools: list[str], packages: list[str]) -> str:
-    if root is None:
+def _debian(root: dict[str, object] | None, mapping: Mapping | None, label: str) -> str:
+    if root is None or mapping is None:
         return ""
-    mapping = map_requirements(tools, packages, root_packages(root))
     if label in mapping.packages:
         return f" (Debian package {mapping.packages[label]})"
     return f" (no package of Debian {root.get('suite') or 'this root'} is known to provide it)"
@@ -150,7 +151,7 @@ def _debian(root: dict[str, object] | None, label: str, tools: list[str], packag
 
 def _install(plan: Plan, runner: StepRunner, log: Path, root: dict[str, object], packages: list[str]) -> None:
     target = root.get("apt_target")
-    for argv in (["apt-get", "update", "-qq"], install_argv(packages, target if isinstance(target, str) else None)):
+    for argv in apt_commands(packages, target if isinstance(target, str) else None):
         result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
         if result.exit_code != 0:
             raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",

@@ -3,7 +3,6 @@ against its sha256 pin, unpacked into the work folder without letting any member
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import tarfile
@@ -12,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from rocbuild.errors import StepFailed
-from rocbuild.fsutil import within
+from rocbuild.fsutil import file_sha256, within
 from rocbuild.source import SdistSource
 
 Log = Callable[[str], None]
@@ -23,14 +22,6 @@ def archive_of(spec: SdistSource) -> Path | None:
     folder = Path(spec.download_dir)
     found = sorted(p for pattern in ARCHIVES for p in folder.glob(pattern)) if folder.is_dir() else []
     return found[0] if len(found) == 1 else None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, bool]:
@@ -55,7 +46,7 @@ def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, boo
             raise StepFailed(f"cannot download the sdist {spec.requirement} (pip exited with {result.returncode})",
                              hint="\n".join(lines[-8:]) + "\nthe package index is pip's: PIP_INDEX_URL, pip.conf")
         downloaded = True
-    digest = sha256_of(archive)
+    digest = file_sha256(archive)
     if spec.sha256 is not None and digest != spec.sha256:
         raise StepFailed(f"the sdist {spec.requirement} ({archive.name}) has sha256 {digest}, the recipe pins "
                          f"{spec.sha256}",

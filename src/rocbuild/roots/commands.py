@@ -98,17 +98,24 @@ def install_argv(packages: Sequence[str], apt_target: str | None) -> list[str]:
     return ["apt-get", "install", "-y", "--no-install-recommends", *target, *packages]
 
 
+def apt_commands(packages: Sequence[str], apt_target: str | None) -> list[list[str]]:
+    """What installing `packages` into a root runs: the indexes, then the packages."""
+    return [["apt-get", "update", "-qq"], install_argv(packages, apt_target)]
+
+
 def install_packages(root: Root, packages: Sequence[str], progress: Progress) -> int:
     """`apt-get install` inside the root (entered the way builds enter it)."""
     for name in packages:
         if not name or name.startswith("-") or not all(c.isalnum() or c in "+-.:~" for c in name):
             raise UsageError(f"root install: {name!r} is not a Debian package name")
-    argv = install_argv(packages, root.apt_target)
+    commands = apt_commands(packages, root.apt_target)
     label = f"root install {root.name}"
-    started = progress.start(label, " ".join(argv))
-    code = enter.run_as_owner(root, ["apt-get", "update", "-qq"])
-    if code == 0:
+    started = progress.start(label, " ".join(commands[-1]))
+    code = 0
+    for argv in commands:
         code = enter.run_as_owner(root, argv)
+        if code != 0:
+            break
     if code != 0:
         raise StepFailed(f"{label}: apt-get exited with {code}", hint="its messages are above")
     progress.done(label, started)

@@ -64,12 +64,17 @@ def inside() -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def roots_own(path: Path) -> str | None:
+    """The system folder of the root that `path` is (or lies in), or None."""
+    text = str(path)
+    return next((d for d in SYSTEM_DIRS if text == d or text.startswith(d + "/")), None)
+
+
 def check_share(share: Share) -> None:
-    text = str(share.path)
-    for system in SYSTEM_DIRS:
-        if text == system or text.startswith(system + "/"):
-            raise UsageError(f"{share.flag} {share.path}: cannot be shared with a build root ({system} is the "
-                             "root's own)", hint="use a folder elsewhere (your home, /srv, /tmp, ...)")
+    system = roots_own(share.path)
+    if system is not None:
+        raise UsageError(f"{share.flag} {share.path}: cannot be shared with a build root ({system} is the "
+                         "root's own)", hint="use a folder elsewhere (your home, /srv, /tmp, ...)")
 
 
 def bwrap_prefix(root: Root, shares: Sequence[Share], cwd: Path, env: Mapping[str, str]) -> list[str]:
@@ -156,11 +161,7 @@ def mount_point(share: Share) -> Share:
         path = path.parent
     if path == share.path:
         return share
-    try:
-        if path == Path("/"):
-            raise UsageError("/")
-        check_share(Share(path, share.writable, share.flag))
-    except UsageError:
+    if path == Path("/") or roots_own(path) is not None:
         share.path.mkdir(parents=True, exist_ok=True)
         return share
     return Share(path, share.writable, share.flag)

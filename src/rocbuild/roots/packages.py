@@ -7,6 +7,8 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocbuild.roots.archive import parse_packages
+
 # Names Debian spells differently from the requirement; the rest follow lib<name>-dev or <name>.
 CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
                   "rocm-core": "librocm-core-dev", "amd_comgr": "libamd-comgr-dev",
@@ -52,8 +54,7 @@ def listed_packages(lists: Path = APT_LISTS) -> set[str]:
         return names
     for index in lists.glob("*_Packages"):
         try:
-            with open(index, encoding="utf-8", errors="replace") as fh:
-                names.update(line[9:].strip() for line in fh if line.startswith("Package: "))
+            names.update(parse_packages(index.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
     return names
