@@ -32,6 +32,7 @@ ROCBUILD_VERSION = subprocess.run([*ROCBUILD, "--version"], capture_output=True,
 LLVM_CHECK = ('set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; '
               '"$P/llvm-objcopy" --dump-section .hip_fatbin="$2" "$1" && '
               '"$P/clang-offload-bundler" --list --type=o --input="$2"')
+LLVM_AR_X = 'set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; "$P/llvm-ar" x "$1"'
 
 
 def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -96,14 +97,27 @@ def llvm_targets(root: str, wheel: Path, scratch: Path) -> dict[str, list[str]]:
     unpacked = scratch / wheel.stem
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(unpacked)
+    return llvm_bundles(root, [p for p in sorted(unpacked.rglob("*.so*")) if p.is_file()], unpacked, scratch)
+
+
+def llvm_bundles(root: str, files: list[Path], top: Path, scratch: Path) -> dict[str, list[str]]:
+    """{file (relative to `top`; an archive's members as ARCHIVE(MEMBER)): offload bundle entries}."""
     found: dict[str, list[str]] = {}
-    for path in sorted(unpacked.rglob("*.so*")):
-        if not path.is_file() or b".hip_fatbin" not in path.read_bytes():
-            continue
-        result = run([*ROCBUILD, "root", "run", root, "--", "sh", "-c", LLVM_CHECK, "sh", str(path),
-                      str(path) + ".fatbin"], capture_output=True, cwd=scratch)
-        entries = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-        found[str(path.relative_to(unpacked))] = entries if result.returncode == 0 else [f"error: {result.stderr}"]
+    for path in files:
+        members = [(str(path.relative_to(top)), path)]
+        if path.suffix == ".a":  # a static library: its objects, taken out by the root's llvm-ar
+            into = scratch / f"members-{path.stem}"
+            into.mkdir(exist_ok=True)
+            run([*ROCBUILD, "root", "run", root, "--", "sh", "-c", LLVM_AR_X, "sh", str(path)],
+                capture_output=True, cwd=into)
+            members = [(f"{path.relative_to(top)}({m.name})", m) for m in sorted(into.iterdir())]
+        for name, member in members:
+            if b".hip_fatbin" not in member.read_bytes():
+                continue
+            result = run([*ROCBUILD, "root", "run", root, "--", "sh", "-c", LLVM_CHECK, "sh", str(member),
+                          str(member) + ".fatbin"], capture_output=True, cwd=scratch)
+            entries = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+            found[name] = entries if result.returncode == 0 else [f"error: {result.stderr}"]
     return found
 
 
@@ -112,11 +126,16 @@ def covers(entries: list[str], arch: str) -> bool:
 
 
 def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
-              scratch: Path) -> dict[str, Any]:
+              scratch: Path, until: str | None = None, built: str | None = None) -> dict[str, Any]:
+    """`until`: stop after that step; `built`: the glob (in the work folder) of what it made, whose
+    device code is then checked instead of a wheel's."""
     out = scratch / f"wheelhouse-{recipe}-{rocm}"
     # A work folder of its own, no build cache and no ccache (BUILD_ENV): every record is a cold build.
+    work = scratch / f"work-{recipe}-{rocm}"
     argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
-            "--no-cache", "--work", str(scratch / f"work-{recipe}-{rocm}")]
+            "--no-cache", "--work", str(work)]
+    if until is not None:
+        argv += ["--until", until]
     if source is not None:
         argv += ["--source-dir", str(source)]
     for s in sets:
@@ -129,7 +148,7 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
                               "rocbuild_version": ROCBUILD_VERSION,
                               "exit_code": result.returncode, "sets": sets,
                               "peak_process_mib": round(peak_kib / 1024),
-                              "source": origin}
+                              "source": origin, **({"until": until} if until else {})}
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
     record["wheels"] = [w.name for w in wheels]
     if result.returncode != 0:
@@ -138,11 +157,18 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
         # The reason without this run's scratch folder (a path of no use to a later reader).
         record["why"] = (lines[-1] if lines else f"exit {result.returncode}").replace(str(scratch), "<scratch>")
         return record
-    checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, wheels)], capture_output=True)
-    record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"
     llvm: dict[str, list[str]] = {}
-    for wheel in wheels:
-        llvm.update(llvm_targets(root, wheel, scratch))
+    if built is not None:  # stopped early: what the last step made, found in the work folder
+        made = sorted(p for p in work.glob(built) if p.is_file())
+        record["built"] = [str(p.relative_to(work)) for p in made]
+        checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, made)], capture_output=True) \
+            if made else subprocess.CompletedProcess([], 1)
+        llvm = llvm_bundles(root, made, work, scratch)
+    else:
+        checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, wheels)], capture_output=True)
+        for wheel in wheels:
+            llvm.update(llvm_targets(root, wheel, scratch))
+    record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"
     record["llvm_offload_entries"] = llvm
     device_files = [entries for entries in llvm.values() if entries]
     llvm_ok = bool(device_files) and all(covers(e, a) for e in device_files for a in archs.split(","))
@@ -163,6 +189,10 @@ def main() -> int:
     p.add_argument("--source-dir", action="append", default=[], metavar="NAME=DIR")
     p.add_argument("--sdist", action="append", default=[], metavar="NAME=REQUIREMENT")
     p.add_argument("--set", action="append", default=[], metavar="NAME:OPTION=VALUE", help="a recipe's option")
+    p.add_argument("--until", action="append", default=[], metavar="NAME=STEP",
+                   help="build a recipe only up to a step (rocbuild build --until)")
+    p.add_argument("--check-built", action="append", default=[], metavar="NAME=GLOB",
+                   help="with --until: the files (a glob in the work folder) whose device code is checked")
     p.add_argument("--expect-fail", action="append", default=[], metavar="NAME",
                    help="a recipe known not to build yet: its failure is recorded, not fatal")
     p.add_argument("--root-prefix", default="real-rocm", help="roots are named PREFIX<rocm> (made when missing)")
@@ -174,6 +204,7 @@ def main() -> int:
     origins = {name: "a --source-dir tree" for name in sources}
     origins.update({name: f"sdist {requirement}" for name, requirement in sdists.items()})
     recipe_archs = pairs(args.recipe_arch, "--recipe-arch")
+    untils, built = pairs(args.until, "--until"), pairs(args.check_built, "--check-built")
     sets: dict[str, list[str]] = {}
     for item in args.set:
         name, _, setting = item.partition(":")
@@ -188,7 +219,8 @@ def main() -> int:
             info = root_info(root)
             for recipe in args.recipes.split(","):
                 record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
-                                   origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch)
+                                   origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch,
+                                   untils.get(recipe), built.get(recipe))
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
                                "rocm_packages": {k: v for k, v in info.get("versions", {}).items()
                                                  if k in ("hipcc", "libamdhip64-dev")},

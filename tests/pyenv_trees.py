@@ -12,8 +12,10 @@ from pathlib import Path
 
 TORCHES = {
     # flavour: torch/version.py as the real wheels write it
+    "rocm5.6": ("2.0.1+rocm5.6", "None", "'5.6.31061-8c743ae5d'"),
     "rocm6.1": ("2.4.0+rocm6.1", "None", "'6.1.40091-a8dbc0c19'"),
     "rocm6.2": ("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"),
+    "rocm7.2": ("2.14.0+rocm7.2", "None", "'7.2.26015-fc0010cf6'"),
     "cuda": ("2.4.0+cu121", "'12.1'", "None"),
     "cpu": ("2.4.0+cpu", "None", "None"),
 }

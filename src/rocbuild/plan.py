@@ -27,8 +27,8 @@ from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
-from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, StepKind, VerifyKind
-from rocbuild.render import PythonView, Renderer, RocmView
+from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, Refusal, StepKind, VerifyKind
+from rocbuild.render import PythonView, Renderer, RocmView, TorchView
 from rocbuild.roots.enter import inside as in_root
 from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
 
@@ -290,6 +290,7 @@ class Plan:
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
     rendered: Rendered = field(default_factory=lambda: Rendered({}, (), (), (), ""))
     build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
+    refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -405,6 +406,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
         "arch": host.archs[0] if host.archs else "",
         "rocm": RocmView(host.rocm),
         "python": PythonView(host.python.executable, host.python.version),
+        "torch": TorchView(host.python.executable),
         "jobs": host.jobs,
         "options": dict(options),
         "src": str(work.src),
@@ -415,14 +417,13 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     }
     r = Renderer(ctx)
     # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+    refusals = []
     for entry in recipe.unsupported:
         if _applies(r, entry):
-            chosen = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
-            raise RecipeError(f"{recipe.name} cannot be built with ROCm {host.rocm.version or '?'}"
-                              + (f" and {chosen}" if chosen else "") + f": {entry.value}",
-                              file=str(recipe.path), line=entry.pos.line, column=entry.pos.column,
-                              key=entry.pos.key, value=entry.when,
-                              accepted="another ROCm release or option (--set NAME=VALUE), as the reason says")
+            refusal = _refusal(recipe, host, options, entry)
+            if entry.value.step is None:
+                raise refusal
+            refusals.append((entry.value.step, refusal))
     recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
     effective_ref = ref or recipe_ref
     ctx["ref"] = effective_ref or ""
@@ -451,14 +452,16 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     # from the target python itself is.
     checked = tuple(m for m in modules if env_plan is None or m.split(".")[0] in FROM_TARGET_ONLY)
     tools = names(recipe.requires.tools)
+    wanted = recipe.requires.torch
+    torch = r.text(wanted.value, wanted.pos, wanted.pos.key) if wanted is not None and _applies(r, wanted) else None
     requirements = Requirements(
         rocm=recipe.requires.rocm,
         tools=tools,
         python_modules=modules,
         cmake_packages=names(recipe.requires.cmake_packages),
         python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
-        torch=recipe.requires.torch,
-        torch_check_argv=probe_argv(host.python.executable) if recipe.requires.torch else None,
+        torch=torch,
+        torch_check_argv=probe_argv(host.python.executable) if torch else None,
         tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
     )
 
@@ -482,7 +485,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
     return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
                 steps, tuple(verify), _local_label(recipe, host, r, local_version),
-                build_env=env_plan if any(s.kind == "wheel" for s in steps) else None)
+                build_env=env_plan if any(s.kind == "wheel" for s in steps) else None,
+                refusals=tuple(refusals))
 
 
 def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:
@@ -626,6 +630,18 @@ def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
                              in_tree(r.text(entry.body["to"], entry.pos, f"{key}.to"), f"{key}.to"), where, readable)
         case _:
             assert_never(entry.kind)
+
+
+def _refusal(recipe: Recipe, host: Host, options: dict[str, Any], entry: Conditional) -> RecipeError:
+    chosen = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
+    refusal: Refusal = entry.value
+    before = (f" (a build stopped before step {refusal.step!r} with --until is allowed)"
+              if refusal.step else "")
+    return RecipeError(f"{recipe.name} cannot be built with ROCm {host.rocm.version or '?'}"
+                       + (f" and {chosen}" if chosen else "") + f": {refusal.why}{before}",
+                       file=str(recipe.path), line=entry.pos.line, column=entry.pos.column,
+                       key=entry.pos.key, value=entry.when,
+                       accepted="another ROCm release or option (--set NAME=VALUE), as the reason says")
 
 
 def _python_alias(argv: list[str], host: Host) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from jinja2.exceptions import SecurityError
 
 from rocbuild import templating
 from rocbuild.detect.rocm import Rocm, RocmVersion
+from rocbuild.detect.torch import PythonEnv, TorchInfo, probe_python
 from rocbuild.errors import RecipeError
 from rocbuild.recipe.model import Position
 
@@ -43,6 +45,49 @@ class PythonView:
 
     def __str__(self) -> str:
         return self.executable
+
+
+@functools.cache
+def _probe(python: str) -> PythonEnv | str:
+    return probe_python(python)
+
+
+class TorchView:
+    """What templates see as `torch`: the target python's torch, read from its torch/version.py (never
+    imported) the first time a template asks. `torch.version >= '2.1'` compares as a version; with no
+    torch, `found` is false, `version` is 0 and `flavour` is 'none'."""
+
+    def __init__(self, python: str):
+        self._python = python
+
+    def _info(self) -> TorchInfo | None:
+        env = _probe(self._python)
+        return None if isinstance(env, str) else env.torch
+
+    @property
+    def found(self) -> bool:
+        return self._info() is not None
+
+    @property
+    def version(self) -> RocmVersion:
+        info = self._info()
+        return RocmVersion(info.version if info is not None and info.version else "0")
+
+    @property
+    def flavour(self) -> str:
+        """rocm | cuda | cpu | unknown | none."""
+        info = self._info()
+        return info.flavour if info is not None else "none"
+
+    @property
+    def rocm_version(self) -> RocmVersion:
+        """The ROCm release a ROCm torch was built for (0 otherwise)."""
+        info = self._info()
+        return RocmVersion(info.rocm_version if info is not None and info.rocm_version else "0")
+
+    def __str__(self) -> str:
+        info = self._info()
+        return info.version or "" if info is not None else ""
 
 
 class Renderer:

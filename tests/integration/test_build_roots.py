@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import zipfile
 from pathlib import Path
@@ -102,6 +103,28 @@ def test_same_recipe_with_and_without_root(root, tmp_path, private_cache):
     assert "libamdhip64.so.7" in links["root"] and "libamdhip64.so.7" not in links["host"]
     entries = os.listdir(tmp_path / "cache" / "rocbuild" / "builds")
     assert len(entries) == 2  # two build identities: the root is part of the toolchain
+
+
+def test_horovod_kernel_library_in_the_root(root, tmp_path, private_cache):
+    """Horovod 0.28.1 (its PyPI sdist) as far as it goes without a ROCm torch: prepared with the
+    modern-toolchain patches, configured by CMake 4, and its HIP kernel library compiled by ROCm 7.2."""
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                          "--no-build-isolation", "--disable-pip-version-check", "horovod==0.28.1", "-d",
+                          str(tmp_path)], capture_output=True, text=True, check=False)
+    assert got.returncode == 0, got.stderr[-2000:]
+    with tarfile.open(tmp_path / "horovod-0.28.1.tar.gz") as tar:
+        tar.extractall(tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    work = tmp_path / "work"
+    common = ("horovod", "--root", root, "--arch", "gfx90a,gfx942", "--source-dir", tmp_path / "horovod-0.28.1",
+              "--set", "frameworks=none", "--set", "mpi=without", "--work", work, "--out", tmp_path / "wh")
+    refused = rocbuild("build", *common, env=private_cache)
+    assert refused.returncode == 2 and "holds no library" in refused.stderr and not work.exists()
+    built = rocbuild("build", *common, "--install-missing", "--until", "kernels", env=private_cache)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "stopped after 'kernels'" in built.stderr and not (tmp_path / "wh").exists()
+    (archive,) = work.glob("build/horovod/**/libhorovod_cuda_kernels.a")
+    checked = json.loads(rocbuild("verify", "--json", "--arch", "gfx90a,gfx942", archive).stdout)
+    assert checked["ok"], checked
 
 
 def test_missing_tool_named_as_a_debian_package_then_installed(root, tmp_path, private_cache):

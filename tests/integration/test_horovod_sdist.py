@@ -49,7 +49,8 @@ def test_prepare_horovod_twice(cli, sdist_tree, tmp_path):
     header = (src / NCCL_OPS).read_text()
     assert header.count("#include <rccl/rccl.h>") == 1 and "#include <rccl.h>" not in header
     torch_cmake = (src / "horovod/torch/CMakeLists.txt").read_text()
-    assert 'VERSION_LESS "2.1.0")\n    set(CMAKE_CXX_STANDARD 17)' in torch_cmake
+    assert "set(CMAKE_CXX_STANDARD $ENV{HOROVOD_TORCH_CXX_STANDARD})" in torch_cmake
+    assert "OR (DEFINED Pytorch_CXX17 AND Pytorch_CXX17)))" in (src / "CMakeLists.txt").read_text()
     assert "ENV{HIP_CLANG_PATH}" in (src / "horovod/common/ops/rocm/CMakeLists.txt").read_text()
     first = tree_digest(src)
 

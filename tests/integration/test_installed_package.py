@@ -22,7 +22,7 @@ def test_wheel_install_finds_recipes_and_patches(tmp_path):
     (wheel,) = dist.glob("rocbuild-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "rocbuild/data/recipes/horovod.yaml" in names
-    assert "rocbuild/data/patches/horovod/0001-torch-2.1-needs-cxx17.patch" in names
+    assert "rocbuild/data/patches/horovod/0001-torch-cxx-standard-from-the-build.patch" in names
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-q",
                     "--target", str(site), str(wheel)], check=True, capture_output=True)

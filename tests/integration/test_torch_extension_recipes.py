@@ -45,7 +45,8 @@ def test_plan_builds_against_the_target_torch(cli, tmp_path, rocm61, recipe, for
     req = plan["requirements"]
     assert req["torch"] == "rocm" and req["torch_check_argv"][0] == str(python.absolute())
     assert plan["env"]["ROCM_PATH"] == str(rocm61)
-    assert plan["patches"] == []  # ROCm 6.1 needs no header fix
+    # ROCm 6.1 needs no header fix; mamba's metadata loses what would pull CUDA-only packages
+    assert [p["file"] for p in plan["patches"]] == (["pyproject.toml", "setup.py"] if recipe == "mamba-ssm" else [])
     links = next(v for v in plan["verify"] if v["name"] == "kernels-are-rocm")
     assert links["links"] == ["libamdhip64", "libc10_hip", "libtorch_hip"]
     assert links["files"] == [f"{module}*.so"]
@@ -76,10 +77,11 @@ def test_rocm60_header_fix_goes_into_the_tree_never_the_install(cli, tmp_path):
     src = tmp_path / "mamba"
     (src / "csrc" / "selective_scan").mkdir(parents=True)
     (src / "setup.py").write_text("# stand-in\n")
-    plan = plan_json(cli, "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm60)
+    # pins=torch2.4 (v2.2.4): the release for the torch of ROCm 6.0's days, whose metadata needs no fix
+    plan = plan_json(cli, "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm60, "--set", "pins=torch2.4")
     assert [p["kind"] for p in plan["patches"]] == ["copy", "replace", "replace"]
     code, out, err = cli("prepare", "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm60, "--source-dir", src,
-                         "--work", tmp_path / "work")
+                         "--work", tmp_path / "work", "--set", "pins=torch2.4")
     assert code == 0, err
     fixed = (Path(out.strip().splitlines()[-1]) / "csrc/selective_scan/hip/amd_detail/amd_hip_bf16.h").read_text()
     assert fixed.splitlines() == [
@@ -203,3 +205,48 @@ def test_links_rule_reads_dt_needed(tmp_path):
                                links=("libamdhip64", "libc10_hip"))
     assert not torch_built.ok
     assert "does not link libc10_hip" in torch_built.problems[0] and "libamdhip64.so" in torch_built.problems[0]
+
+
+MAMBA_SDIST = "mamba_ssm-2.3.2.post1.tar.gz"
+
+
+def _index_sdist(project: str, filename: str, into: Path) -> Path:
+    """An sdist straight from the package index's simple page (PEP 503), checked against the sha256
+    the page gives: `pip download` would first run its setup.py, which imports torch."""
+    import hashlib
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://pypi.org/simple/{project}/", timeout=60) as page:
+        html = page.read().decode()
+    url, digest = re.search(r'href="([^"#]*/' + re.escape(filename) + r')#sha256=([0-9a-f]{64})"', html).groups()
+    with urllib.request.urlopen(url, timeout=120) as got:
+        data = got.read()
+    assert hashlib.sha256(data).hexdigest() == digest
+    archive = into / filename
+    archive.write_bytes(data)
+    return archive
+
+
+@pytest.mark.network
+def test_mamba_wheel_metadata_pulls_nothing_cuda_only(cli, tmp_path, rocm61):
+    """On the real v2.3.2.post1 sdist: triton (ROCm's comes with torch as pytorch-triton-rocm) and
+    the CUDA-only kernel packages leave both places setuptools reads dependencies from."""
+    import tarfile
+
+    with tarfile.open(_index_sdist("mamba-ssm", MAMBA_SDIST, tmp_path)) as tar:
+        tar.extractall(tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    src = tmp_path / "mamba_ssm-2.3.2.post1"
+    before = tree_digest(src)
+    assert '"triton>=3.5.0"' in (src / "pyproject.toml").read_text()
+    code, out, err = cli("prepare", "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm61, "--source-dir", src,
+                         "--work", tmp_path / "work")
+    assert code == 0, err
+    tree = Path(out.strip().splitlines()[-1])
+    for name in ("pyproject.toml", "setup.py"):
+        text = (tree / name).read_text()
+        for gone in ("triton", "tilelang", "apache-tvm-ffi", "quack-kernels"):
+            assert f'"{gone}' not in text, (name, gone)
+        for kept in ("torch", "einops", "transformers", "packaging"):
+            assert f'"{kept}"' in text, (name, kept)
+    assert tree_digest(src) == before

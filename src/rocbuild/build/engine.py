@@ -357,10 +357,16 @@ class Engine:
 
 
 def check_until(plan: Plan, until: str | None) -> None:
-    """--until names `prepare` or one of the plan's steps (as `plan` and `build` both check)."""
+    """--until names `prepare` or one of the plan's steps (as `plan` and `build` both check), and
+    stops before any step the recipe refuses for these options (`unsupported: ... step:`)."""
     names = ["prepare"] + [s.name for s in plan.steps]
     if until is not None and until not in names:
         raise UsageError(f"--until {until!r}: no such step in {plan.recipe.name}", hint="steps: " + ", ".join(names))
+    # A combination the recipe refuses from one step on: allowed only when the build stops before it.
+    last = len(names) if until is None else names.index(until)
+    for step, refusal in plan.refusals:
+        if step in names and names.index(step) <= last:
+            raise refusal
 
 
 def check_out_folder(out: Path) -> None:

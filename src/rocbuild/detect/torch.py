@@ -8,8 +8,12 @@ interpreter's site-packages folders, which `rocbuild doctor` scans.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,7 +142,13 @@ def probe_argv(python: str) -> tuple[str, ...]:
 
 
 def probe_python(python: str) -> PythonEnv | str:
-    """Run the probe; a PythonEnv, or the reason it could not run."""
+    """Run the probe; a PythonEnv, or the reason it could not run. The interpreter running rocbuild
+    answers in-process (the probe only reads files)."""
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(PROBE, {"__name__": "rocbuild_probe"})
+        return parse_probe(out.getvalue())
     # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
     proc = query_process(probe_argv(python), timeout=120, cwd="/")
     if isinstance(proc, str):

@@ -43,6 +43,7 @@ from rocbuild.recipe.model import (
     PatchKind,
     Position,
     Recipe,
+    Refusal,
     Requires,
     Source,
     StepKind,
@@ -89,7 +90,7 @@ TOP_KEYS = {
     "patches": False, "steps": False, "verify": False, "local-version": False, "output": False,
     "extends": False, "unsupported": False,
 }
-UNSUPPORTED_KEYS = {"when": True, "why": True}
+UNSUPPORTED_KEYS = {"when": True, "why": True, "step": False}
 OUTPUTS = ("wheel", "tree")
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = {"git": False, "path": False, "sdist": False, "ref": False, "commit": False, "submodules": False,
@@ -484,14 +485,16 @@ class _Loader:
             verify=verify,
             local_version=self.local_version(top, vm),
             output=output,
-            unsupported=self.unsupported(top.get("unsupported"), vm.get("unsupported")),
+            unsupported=self.unsupported(top.get("unsupported"), vm.get("unsupported"),
+                                         tuple(e.name or e.kind for e in steps)),
             bases=tuple(self.bases),
             patch_dirs=tuple(self.patch_dirs()),
         )
 
-    def unsupported(self, value: Any, mark: Mark | None) -> tuple[Conditional, ...]:
+    def unsupported(self, value: Any, mark: Mark | None, step_names: tuple[str, ...]) -> tuple[Conditional, ...]:
         """Combinations (of ROCm, options, targets) the recipe knows cannot build: each a `when:` and a
-        `why:`, refused before anything is fetched."""
+        `why:`, refused before anything is fetched; with `step:`, only builds that would run that step
+        are (one stopped before it with --until is not)."""
         if value is None:
             return ()
         items = self.seq(value, "unsupported", mark or Mark(1, 1), "entries {when: TEMPLATE, why: TEXT}")
@@ -500,7 +503,13 @@ class _Loader:
             key, imark = f"unsupported[{i}]", items.item_marks[i]
             entry = self.mapping(item, key, imark, UNSUPPORTED_KEYS)
             why = self.string(entry["why"], f"{key}.why", entry.value_marks["why"])
-            out.append(Conditional(why, self.when(entry, key), self.pos(key, imark), self.when_at(entry, key)))
+            step = self.string(entry["step"], f"{key}.step", entry.value_marks["step"]) if "step" in entry else None
+            if step is not None and step not in step_names:
+                raise self.error("names no step of this recipe", f"{key}.step", entry.value_marks["step"],
+                                 value=step, accepted=", ".join(step_names),
+                                 suggestion=difflib.get_close_matches(step, step_names, n=1) or None)
+            out.append(Conditional(Refusal(why, step), self.when(entry, key), self.pos(key, imark),
+                                   self.when_at(entry, key)))
         return tuple(out)
 
     def output(self, top: YMap, vm: dict[str, Any]) -> str:
@@ -605,12 +614,7 @@ class _Loader:
             except InvalidSpecifier:
                 raise self.error("not a version specifier", "requires.rocm", vm["rocm"], value=rocm,
                                  accepted="a PEP 440 specifier such as '>=6.1' or '>=5.7,<7'") from None
-        torch = None
-        if "torch" in req:
-            torch = self.string(req["torch"], "requires.torch", vm["torch"])
-            if torch not in TORCH_FLAVOURS:
-                raise self.error("unknown torch flavour", "requires.torch", vm["torch"], value=torch,
-                                 accepted="rocm (the target python's torch must be a ROCm build)")
+        torch = self.torch_requirement(req["torch"], vm["torch"]) if "torch" in req else None
         tool_versions: dict[str, str] = {}
         return Requires(
             torch=torch,
@@ -623,6 +627,20 @@ class _Loader:
             cmake_packages=self.names(req["cmake-packages"], "requires.cmake-packages", vm["cmake-packages"])
             if "cmake-packages" in req else (),
         )
+
+    def torch_requirement(self, raw: Any, mark: Mark) -> Conditional:
+        """`torch: rocm`, or `torch: {value: rocm, when: TEMPLATE}` where only some options need torch."""
+        key, when, when_pos = "requires.torch", None, None
+        if isinstance(raw, YMap):
+            self.mapping(raw, key, mark, {"value": True, "when": False})
+            when, when_pos = self.when(raw, key), self.when_at(raw, key)
+            mark, raw, key = raw.value_marks["value"], raw["value"], "requires.torch.value"
+        flavour = self.string(raw, key, mark)
+        if flavour not in TORCH_FLAVOURS:
+            raise self.error("unknown torch flavour", key, mark, value=flavour,
+                             accepted="rocm (the target python's torch must be a ROCm build), or "
+                                      "{value: rocm, when: TEMPLATE}")
+        return Conditional(flavour, when, self.pos(key, mark), when_pos)
 
     def options(self, value: Any, mark: Mark | None) -> tuple[Option, ...]:
         if value is None:

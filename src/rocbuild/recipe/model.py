@@ -55,11 +55,19 @@ class Requires:
     """What the host must provide before anything compiles."""
 
     rocm: str | None = None  # a PEP 440 version specifier, e.g. ">=6.1"
-    torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
+    torch: Conditional | None = None  # value "rocm": the target python's torch must be a ROCm build
     tools: tuple[Conditional, ...] = ()
     tool_versions: tuple[tuple[str, str], ...] = ()  # (tool, PEP 440 specifier its --version must satisfy)
     python: tuple[Conditional, ...] = ()  # modules importable in the target python
     cmake_packages: tuple[Conditional, ...] = ()  # config packages under the ROCm prefix
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a combination cannot build; `step`: refused only when the build would run that step."""
+
+    why: str
+    step: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ class Recipe:
     verify: tuple[Entry[VerifyKind], ...] = ()
     local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
     output: str = "wheel"  # "wheel": verified wheels in the wheelhouse; "tree": the prepared source tree
-    unsupported: tuple[Conditional, ...] = ()  # value: why; refused when its `when:` renders true
+    unsupported: tuple[Conditional, ...] = ()  # value: a Refusal; refused when its `when:` renders true
     bases: tuple[tuple[Path, str], ...] = ()  # the recipes it extends (path, text), nearest first
     patch_dirs: tuple[Path, ...] = ()  # where `diff:` names were found: beside it, then beside its bases
 
