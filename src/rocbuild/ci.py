@@ -1,15 +1,19 @@
 """CI at scale: the build matrix (recipe x ROCm x python x arch set) and a GitHub Actions workflow for it.
 
 The matrix is computed here, not by the CI system, so `rocbuild ci matrix
---json` gives other CI systems exactly what the workflow runs. Each entry
-names the ROCm development container of its release; values reach the job's
-shell through `env:`, never spliced into a script.
+--json` gives other CI systems exactly what the workflow runs. Every build
+job runs one fixed script (JOB_SCRIPT): inside the ROCm development image of
+its release through `docker run`, started only after disk space was freed
+(a `container:` key would pull the image before any step), or straight on a
+runner that has ROCm (`--container none`, self-hosted runners). The matrix
+values reach that script through `env:`, never spliced into it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -24,23 +28,95 @@ from rocbuild.errors import UsageError
 
 ROCM_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
-DEFAULT_ROCM = ("6.2",)
+RUNS_ON_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+DEFAULT_ROCM = ("6.4",)
 DEFAULT_PYTHON = ("3.11",)
-# AMD's ROCm development images on Docker Hub: ROCm 7 moved to Ubuntu 24.04.
-CONTAINER_22 = "rocm/dev-ubuntu-22.04:{rocm}"
-CONTAINER_24 = "rocm/dev-ubuntu-24.04:{rocm}"
-CACHE_DIR = ".rocbuild-cache"  # under the workspace; actions/cache saves and restores it
+NO_CONTAINER = "none"
+# AMD's ROCm development images on Docker Hub. Only the -complete tags hold the math and
+# communication libraries (hipblas, hiprand, hipblaslt, rccl); ROCm 7 moved to Ubuntu 24.04.
+CONTAINER_22 = "rocm/dev-ubuntu-22.04:{rocm}-complete"
+CONTAINER_24 = "rocm/dev-ubuntu-24.04:{rocm}-complete"
+# The newest patch release of each ROCm line that has such an image (as bitsandbytes' CI pins them).
+LATEST_PATCH = {"6.1": "6.1.2", "6.2": "6.2.4", "6.3": "6.3.4", "6.4": "6.4.4", "7.0": "7.0.2", "7.1": "7.1.1",
+                "7.2": "7.2.4"}
+CACHE_DIR = ".rocbuild-cache"  # XDG_CACHE_HOME of the jobs, under the workspace
+# What is worth carrying from run to run: downloaded sdists, compiler outputs, finished wheels. Not the
+# work trees (the bulk of an entry, and rebuilt from the rest anyway).
+CACHED = tuple(f"{CACHE_DIR}/rocbuild/{d}" for d in ("ccache", "sdists", "builds"))
+BUILD_TIMEOUT = 300  # minutes; GitHub-hosted jobs stop at 360
+ACTIONS = {  # the newest majors, all on node24
+    "checkout": "actions/checkout@v7",
+    "restore": "actions/cache/restore@v5",
+    "save": "actions/cache/save@v5",
+    "upload": "actions/upload-artifact@v7",
+    "download": "actions/download-artifact@v8",
+    "pages-upload": "actions/upload-pages-artifact@v5",
+    "pages-deploy": "actions/deploy-pages@v5",
+}
+# Space on a GitHub-hosted runner (about 14 GB free) for a -complete image and a ROCm torch.
+FREE_DISK = ("sudo rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /usr/local/.ghcup "
+             "/opt/hostedtoolcache/CodeQL /usr/local/share/powershell /usr/local/share/chromium\n"
+             "sudo docker image prune --all --force\ndf -h /")
+
+# The build job, the same in a container and on a runner's own system. Its inputs are environment
+# variables: RECIPE, ARCH, PYTHON_VERSION, ROCM (the release asked for), ROCBUILD_INSTALL,
+# TORCH_INDEX, LOCAL_VERSION, and ROCBUILD_APT=1 where the job may install the build tools itself.
+JOB_SCRIPT = r"""
+if [ "${ROCBUILD_APT:-}" = 1 ]; then
+  apt-get update
+  apt-get install -y --no-install-recommends git cmake make ccache ca-certificates python3 python3-venv
+fi
+# Python $PYTHON_VERSION: the system's own when it has that version, else one that uv installs.
+if command -v "python$PYTHON_VERSION" >/dev/null; then
+  "python$PYTHON_VERSION" -m venv .rocbuild-venv
+else
+  python3 -m venv .rocbuild-uv
+  .rocbuild-uv/bin/python -m pip install --disable-pip-version-check -q uv
+  .rocbuild-uv/bin/uv venv --seed --python "$PYTHON_VERSION" .rocbuild-venv
+fi
+py="$PWD/.rocbuild-venv/bin/python"
+"$py" -m pip install --disable-pip-version-check -q "$ROCBUILD_INSTALL"
+if [ -n "${TORCH_INDEX:-}" ]; then
+  "$py" -m pip install --disable-pip-version-check -q torch --index-url "$TORCH_INDEX"
+fi
+export XDG_CACHE_HOME="$PWD/.rocbuild-cache" ROCBUILD_RECIPES="$PWD/recipes"
+# The ROCm this job really has must be the release its matrix cell names.
+found="$("$py" -m rocbuild detect --json --arch "$ARCH" \
+  | "$py" -c 'import json, sys; print(json.load(sys.stdin)["rocm"]["version"] or "")')"
+case "$found" in
+  "$ROCM"|"$ROCM".*) ;;
+  *) echo "this job asked for ROCm $ROCM but has ROCm ${found:-none}" >&2; exit 2 ;;
+esac
+"$py" -m rocbuild "$RECIPE" --arch "$ARCH" --python "$py" --out wheelhouse --work .rocbuild-work \
+  --local-version "$LOCAL_VERSION"
+# Publishable: manylinux-tagged by auditwheel, ROCm's and torch's libraries left to the user's install.
+"$py" -m rocbuild repair wheelhouse/*.whl --out wheelhouse/manylinux
+"$py" -m rocbuild cache prune --older-than 30
+"""
+
+# The index job: per-ROCm PEP 503 indexes over every wheel the build jobs made.
+INDEX_SCRIPT = r"""
+if command -v "python$PYTHON_VERSION" >/dev/null; then
+  "python$PYTHON_VERSION" -m venv .rocbuild-venv
+else
+  python3 -m venv .rocbuild-venv
+fi
+.rocbuild-venv/bin/python -m pip install --disable-pip-version-check -q "$ROCBUILD_INSTALL"
+.rocbuild-venv/bin/python -m rocbuild index wheelhouse --by-rocm
+"""
 
 
 @dataclass(frozen=True)
 class MatrixEntry:
-    recipe: str
+    recipe: str  # what the job passes to rocbuild: a built-in name or a path inside the repository
+    name: str  # the recipe's own name (artifact names and cache keys)
     rocm: str
     python: str
     arch: str  # comma-separated gfx targets, as `--arch` takes them
     slug: str  # the arch set without commas (artifact names and cache keys take no commas)
-    container: str
+    container: str  # the image the job runs in; "none": the runner's own system
     torch_index: str = ""  # a recipe that builds against torch: the ROCm torch wheels' index for this release
+    label: str = ""  # the wheels' local version label: rocmX.Y, plus the arch set when split by arch
 
 
 @dataclass(frozen=True)
@@ -66,35 +142,59 @@ def split_list(value: str | None, what: str, pattern: re.Pattern[str] | None, de
 
 
 def container_for(rocm: str) -> str:
+    release = LATEST_PATCH.get(rocm, rocm)
     major = int(rocm.split(".")[0])
-    return (CONTAINER_24 if major >= 7 else CONTAINER_22).format(rocm=rocm)
+    return (CONTAINER_24 if major >= 7 else CONTAINER_22).format(rocm=release)
+
+
+def runner_path(found: catalog.Found, repo: Path) -> str:
+    """How a job on the runner names the recipe: built-in ones by name, the rest by their path in
+    the repository (a recipe elsewhere would not exist there)."""
+    if found.origin == "built-in":
+        return found.name
+    path = found.path.resolve()
+    if not path.is_relative_to(repo):
+        raise UsageError(f"recipe {found.name!r} ({found.path}) is outside this repository ({repo}): the runner "
+                         "checks out the repository only and would not find it",
+                         hint="put the recipe under the repository (recipes/ is searched by name) and run "
+                              "`rocbuild ci github` from the repository's top folder")
+    relative = path.relative_to(repo)
+    return found.name if relative == Path("recipes") / path.name and path.stem == found.name else str(relative)
 
 
 def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tuple[str, ...],
                  arch: str | None, split_arch: bool, extra_dirs: list[str] | None = None,
-                 container: str | None = None) -> Matrix:
-    """Every buildable (recipe, ROCm, python, arch set); a recipe's `requires.rocm` drops releases."""
+                 container: str | None = None, repo: Path | None = None) -> Matrix:
+    """Every buildable (recipe, ROCm, python, arch set); a recipe's `requires.rocm` drops releases.
+    `repo`: the repository the workflow will run in (recipes outside it are refused)."""
     entries, excluded = [], []
     given_archs = parse_arch_list(arch) if arch else None
+    top = (repo or Path.cwd()).resolve()
     for name in recipes:
-        recipe = catalog.load(catalog.resolve(name, extra_dirs).path, extra_dirs)
+        found = catalog.resolve(name, extra_dirs)
+        recipe = catalog.load(found.path, extra_dirs)
         if recipe.output != "wheel":
             raise UsageError(f"recipe {name!r} makes a source tree, not a wheel: nothing for CI to publish",
                              hint="leave it out of --recipes")
+        on_runner = runner_path(found, top)
         for rocm in rocms:
             if recipe.requires.rocm and not SpecifierSet(recipe.requires.rocm).contains(rocm, prereleases=True):
                 excluded.append({"recipe": name, "rocm": rocm,
-                                 "reason": f"{name} requires ROCm {recipe.requires.rocm}"})
+                                 "reason": f"{recipe.name} requires ROCm {recipe.requires.rocm}"})
                 continue
             archs = given_archs or _default_archs(rocm)
             torch_index = (rocm_torch_index(RocmVersion(rocm)) or "") if recipe.requires.torch else ""
             sets = [(a,) for a in archs] if split_arch else [tuple(archs)]
+            short = ".".join(rocm.split(".")[:2])
             for python in pythons:
                 for group in sets:
                     entries.append(MatrixEntry(
-                        recipe=name, rocm=rocm, python=python, arch=",".join(group), slug="-".join(group),
-                        container=container.replace("{rocm}", rocm) if container else container_for(rocm),
-                        torch_index=torch_index))
+                        recipe=on_runner, name=recipe.name, rocm=rocm, python=python, arch=",".join(group),
+                        slug="-".join(group),
+                        container=(NO_CONTAINER if container == NO_CONTAINER
+                                   else container.replace("{rocm}", rocm) if container else container_for(rocm)),
+                        torch_index=torch_index,
+                        label=f"rocm{short}" + (f".{group[0]}" if split_arch else "")))
     if not entries:
         raise UsageError("the matrix is empty: no recipe can build on the ROCm releases given",
                          hint="\n".join(f"- {e['recipe']} on ROCm {e['rocm']}: {e['reason']}" for e in excluded))
@@ -112,60 +212,68 @@ def _default_archs(rocm: str) -> tuple[str, ...]:
     return archs
 
 
-def github_workflow(matrix: Matrix, *, install: str, pages: bool = False) -> str:
-    """A workflow: one build job per matrix entry, then one job that merges the wheels into an index."""
+def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = ("ubuntu-latest",),
+                    pages: bool = False) -> str:
+    """A workflow: one build job per matrix entry, then one job that puts every wheel that was made
+    (also when some cells failed) into per-ROCm indexes."""
     e = "${{ %s }}"
-    build_env = {"RECIPE": e % "matrix.recipe", "ARCH": e % "matrix.arch", "ROCBUILD_INSTALL": install}
-    cache_key = "rocbuild-${{ matrix.recipe }}-rocm${{ matrix.rocm }}-py${{ matrix.python }}-${{ matrix.slug }}"
-    build_steps = [
-        {"uses": "actions/checkout@v4"},
-        {"name": "Build tools", "run": "apt-get update\n"
-         "apt-get install -y --no-install-recommends git cmake make ccache ca-certificates"},
-        {"uses": "actions/setup-python@v5", "with": {"python-version": e % "matrix.python"}},
-        {"name": "Install rocbuild and build backends",
-         "run": 'python -m pip install "$ROCBUILD_INSTALL" setuptools wheel'},
-        {"name": "ROCm torch (the recipe builds against it)", "if": "matrix.torch_index != ''",
-         "env": {"TORCH_INDEX": e % "matrix.torch_index"},
-         "run": 'python -m pip install torch --index-url "$TORCH_INDEX"'},
-        # In a container job the workspace path differs from ${{ github.workspace }}: ask the shell.
-        {"name": "rocbuild folders: the cache, and this repository's recipes/ if it has one",
-         "run": f'echo "XDG_CACHE_HOME=$PWD/{CACHE_DIR}" >> "$GITHUB_ENV"\n'
-                'echo "ROCBUILD_RECIPES=$PWD/recipes" >> "$GITHUB_ENV"'},
-        {"name": "Restore the rocbuild cache (mirrors, ccache, build cache)", "uses": "actions/cache@v4",
-         "with": {"path": CACHE_DIR, "key": cache_key + "-${{ github.run_id }}",
-                  "restore-keys": cache_key + "-"}},
-        {"name": "Build", "run": 'rocbuild "$RECIPE" --arch "$ARCH" --rocm /opt/rocm --python "$(command -v python)" '
-         "--out wheelhouse"},
-        {"name": "Trim the cache before it is saved", "if": "always()",
-         "run": "rocbuild cache prune --older-than 30"},
-        {"uses": "actions/upload-artifact@v4",
-         "with": {"name": "wheels-${{ matrix.recipe }}-rocm${{ matrix.rocm }}-py${{ matrix.python }}-${{ matrix.slug }}",
-                  "path": "wheelhouse/*.whl", "if-no-files-found": "error"}},
+    in_container = any(x.container != NO_CONTAINER for x in matrix.entries)
+    hosted = runs_on == ("ubuntu-latest",)
+    cell = "${{ matrix.name }}-rocm${{ matrix.rocm }}-py${{ matrix.python }}-${{ matrix.slug }}"
+    build_env = {"RECIPE": e % "matrix.recipe", "ARCH": e % "matrix.arch", "ROCM": e % "matrix.rocm",
+                 "PYTHON_VERSION": e % "matrix.python", "TORCH_INDEX": e % "matrix.torch_index",
+                 "LOCAL_VERSION": e % "matrix.label", "IMAGE": e % "matrix.container",
+                 "ROCBUILD_INSTALL": install, "ROCBUILD_JOB": JOB_SCRIPT.lstrip()}
+    run_job = ('if [ "$IMAGE" = none ]; then\n'
+               '  bash -euo pipefail -c "$ROCBUILD_JOB"\n'
+               'else\n'
+               '  docker run --rm --user 0 -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
+               '    -e RECIPE -e ARCH -e ROCM -e PYTHON_VERSION -e TORCH_INDEX -e LOCAL_VERSION -e ROCBUILD_INSTALL \\\n'
+               '    -e ROCBUILD_JOB "$IMAGE" bash -euo pipefail -c "$ROCBUILD_JOB"\n'
+               "fi")
+    build_steps: list[dict[str, Any]] = [{"uses": ACTIONS["checkout"]}]
+    if in_container and hosted:
+        build_steps.append({"name": "Free disk space for the ROCm image", "if": "matrix.container != 'none'",
+                            "run": FREE_DISK})
+    build_steps += [
+        {"name": "Restore the rocbuild cache (sdists, ccache, build cache)", "id": "cache",
+         "uses": ACTIONS["restore"],
+         "with": {"path": "\n".join(CACHED), "key": f"rocbuild-{cell}-${{{{ github.run_id }}}}",
+                  "restore-keys": f"rocbuild-{cell}-"}},
+        {"name": "Build", "run": run_job},
+        # Saved whatever the outcome: a build that failed or ran out of time still keeps its progress.
+        {"name": "Save the rocbuild cache", "if": "always()", "uses": ACTIONS["save"],
+         "with": {"path": "\n".join(CACHED), "key": e % "steps.cache.outputs.cache-primary-key"}},
+        {"uses": ACTIONS["upload"],
+         "with": {"name": f"wheels-{cell}", "path": "wheelhouse/manylinux/*.whl", "if-no-files-found": "error"}},
     ]
-    index_steps = [
-        {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}},
-        {"name": "Install rocbuild", "run": 'python -m pip install "$ROCBUILD_INSTALL"'},
-        {"uses": "actions/download-artifact@v4",
-         "with": {"pattern": "wheels-*", "merge-multiple": True, "path": "wheelhouse"}},
-        {"name": "PEP 503 index", "run": "rocbuild index wheelhouse"},
-        {"uses": "actions/upload-artifact@v4",
-         "with": {"name": "wheelhouse-index", "path": "wheelhouse", "if-no-files-found": "error"}},
+    index_steps: list[dict[str, Any]] = [
+        {"uses": ACTIONS["checkout"]},
+        {"uses": ACTIONS["download"], "with": {"pattern": "wheels-*", "merge-multiple": True, "path": "wheelhouse"}},
+        {"name": "Per-ROCm indexes (wheelhouse/rocmX.Y/simple)", "run": 'bash -euo pipefail -c "$ROCBUILD_INDEX"'},
+        {"uses": ACTIONS["upload"], "with": {"name": "wheelhouse-index", "path": "wheelhouse",
+                                             "if-no-files-found": "error"}},
     ]
     if pages:
-        index_steps.append({"uses": "actions/upload-pages-artifact@v3", "with": {"path": "wheelhouse"}})
+        index_steps.append({"uses": ACTIONS["pages-upload"], "with": {"path": "wheelhouse"}})
+    labels: str | list[str] = runs_on[0] if len(runs_on) == 1 else list(runs_on)
     jobs: dict[str, Any] = {
         "build": {
-            "name": "${{ matrix.recipe }} rocm${{ matrix.rocm }} py${{ matrix.python }} ${{ matrix.slug }}",
-            "runs-on": "ubuntu-latest",
-            "container": {"image": e % "matrix.container"},
+            "name": "${{ matrix.name }} rocm${{ matrix.rocm }} py${{ matrix.python }} ${{ matrix.slug }}",
+            "runs-on": labels,
+            "timeout-minutes": BUILD_TIMEOUT,
             "strategy": {"fail-fast": False, "matrix": {"include": [asdict(x) for x in matrix.entries]}},
             "env": build_env,
             "steps": build_steps,
         },
         "index": {
             "needs": "build",
-            "runs-on": "ubuntu-latest",
-            "env": {"ROCBUILD_INSTALL": install},
+            # The wheels of the cells that passed are published even when others failed.
+            "if": "${{ !cancelled() }}",
+            "runs-on": labels,
+            "timeout-minutes": 30,
+            "env": {"ROCBUILD_INSTALL": install, "PYTHON_VERSION": matrix.entries[0].python,
+                    "ROCBUILD_INDEX": INDEX_SCRIPT.lstrip()},
             "steps": index_steps,
         },
     }
@@ -174,18 +282,74 @@ def github_workflow(matrix: Matrix, *, install: str, pages: bool = False) -> str
             "needs": "index",
             "if": "github.ref == 'refs/heads/main'",
             "runs-on": "ubuntu-latest",
+            "timeout-minutes": 15,
             "permissions": {"pages": "write", "id-token": "write"},
             "environment": {"name": "github-pages", "url": e % "steps.deploy.outputs.page_url"},
-            "steps": [{"id": "deploy", "uses": "actions/deploy-pages@v4"}],
+            "steps": [{"id": "deploy", "uses": ACTIONS["pages-deploy"]}],
         }
     workflow = {
         "name": "rocbuild wheels",
         "on": {"workflow_dispatch": None, "push": {"branches": ["main"]}, "pull_request": None},
         "permissions": {"contents": "read"},
+        # A newer push to the same branch supersedes a running build.
+        "concurrency": {"group": "${{ github.workflow }}-${{ github.ref }}", "cancel-in-progress": True},
         "jobs": jobs,
     }
     header = (f"# Generated by rocbuild {__version__}: `rocbuild ci github` writes this file again.\n"
-              f"# {len(matrix.entries)} build job(s); the index job merges their wheels into a PEP 503 index.\n")
-    body = yaml.safe_dump(workflow, sort_keys=False, width=1000, default_flow_style=False)
+              f"# {len(matrix.entries)} build job(s); the index job puts their wheels into one PEP 503 index per "
+              "ROCm release\n# (wheelhouse/rocmX.Y/simple).\n")
+    body = yaml.dump(workflow, Dumper=_BlockDumper, sort_keys=False, width=1000, default_flow_style=False)
     # PyYAML quotes the key `on` (a YAML 1.1 boolean); GitHub reads either form, people expect it bare.
     return header + body.replace("'on':", "on:", 1).replace(": null\n", ":\n")
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Scripts and path lists as YAML block literals (`|`), as a person would write them; no anchors
+    (GitHub refuses an alias where it wants a sequence)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
+def check_runs_on(value: str | None) -> tuple[str, ...]:
+    labels = split_list(value, "--runs-on", RUNS_ON_RE, ("ubuntu-latest",),
+                        "runner labels, comma-separated, e.g. self-hosted,linux,rocm")
+    return labels
+
+
+def default_install(repo: Path) -> str:
+    """What the jobs `pip install` to get this rocbuild, from how it was installed here (PEP 610's
+    direct_url.json): the same git commit, the same https archive, or `.` when it was installed from
+    the repository the workflow runs in. rocbuild is on no package index, so a version pin would fail."""
+    import importlib.metadata
+    import json
+
+    try:
+        text = importlib.metadata.distribution("rocbuild").read_text("direct_url.json")
+        direct = json.loads(text) if text else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        direct = {}
+    url = str(direct.get("url", ""))
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git" and vcs.get("commit_id"):
+        return f"rocbuild @ git+{url}@{vcs['commit_id']}"
+    if "archive_info" in direct and url.startswith("https://"):
+        return f"rocbuild @ {url}"
+    if "dir_info" in direct and url.startswith("file://"):
+        source = Path(url.removeprefix("file://")).resolve()
+        if source == repo.resolve():
+            return "."
+    raise UsageError(
+        f"--install: say how the jobs install rocbuild {__version__}: it is on no package index, and this "
+        f"copy was installed from {url or 'an unknown place'}, which a runner cannot reach",
+        hint="pass a pip requirement the runner can install, e.g.\n"
+             "  --install 'rocbuild @ git+https://github.com/OWNER/rocbuild@vX.Y.Z'\n"
+             "  --install .   (the workflow's own repository is a rocbuild checkout)\n"
+             "  --install ./tools/rocbuild   (a copy inside the repository)")

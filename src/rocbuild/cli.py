@@ -19,7 +19,7 @@ from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
 from rocbuild.interrupts import Interrupted, raise_interrupted
 
-COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "ci",
+COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "repair", "ci",
             "root")
 ROOT_HELP = "run inside this build root (see `rocbuild root list`): a root's name, or a folder holding a Debian tree"
 
@@ -151,19 +151,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="write a PEP 503 simple index (WHEELHOUSE/simple) over a folder of wheels")
     p.add_argument("wheelhouse", metavar="WHEELHOUSE")
     p.add_argument("-o", "--output", metavar="DIR", help="where the index goes (default: WHEELHOUSE/simple)")
+    p.add_argument("--by-rocm", action="store_true",
+                   help="one index per ROCm release, WHEELHOUSE/rocmX.Y/simple, from each wheel's +rocmX.Y label "
+                        "(pip then gets the build for its ROCm, never the highest label of all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("repair", help="make wheels publishable: auditwheel with ROCm's and torch's libraries left "
+                                      "out (the user's ROCm and torch provide them), retagged manylinux")
+    p.add_argument("wheels", nargs="+", metavar="WHEEL")
+    p.add_argument("-w", "--out", metavar="DIR", help="where the repaired wheels go (default: WHEEL's folder/repaired)")
+    p.add_argument("--exclude", action="append", default=[], metavar="SONAME",
+                   help="another library to leave out (wildcards: libfoo.so.*), besides ROCm's and torch's")
+    p.add_argument("--plat", metavar="TAG", help="the platform tag to ask for (default: the best the wheel satisfies)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("ci", help="CI at scale: a GitHub Actions workflow, or the build matrix as JSON")
     p.add_argument("target", choices=("github", "matrix"))
     p.add_argument("--recipes", metavar="A,B", required=True, help="the recipes to build, comma-separated")
     p.add_argument("--arch", help="gfx targets (default: those each ROCm release supports officially)")
-    p.add_argument("--rocm", metavar="X.Y,...", help="ROCm releases (default: 6.2)")
+    p.add_argument("--rocm", metavar="X.Y,...", help="ROCm releases (default: 6.4)")
     p.add_argument("--python", metavar="3.X,...", help="python versions (default: 3.11)")
-    p.add_argument("--split-arch", action="store_true", help="one job per arch instead of one fat build")
-    p.add_argument("--container", metavar="IMAGE", help="build container, {rocm} is the release "
-                                                      "(default: rocm/dev-ubuntu-22.04:{rocm}, 24.04 from ROCm 7)")
+    p.add_argument("--split-arch", action="store_true",
+                   help="one job per arch instead of one fat build; each arch's wheels carry it in their "
+                        "local version (+rocmX.Y.gfxNNN), so they sit side by side in the index")
+    p.add_argument("--container", metavar="IMAGE|none",
+                   help="build image, {rocm} is the release (default: rocm/dev-ubuntu-22.04:X.Y.Z-complete, "
+                        "24.04 from ROCm 7); none: build on the runner's own system (a self-hosted runner with ROCm)")
+    p.add_argument("--runs-on", metavar="LABELS", help="runner labels, comma-separated (default: ubuntu-latest; "
+                                                        "e.g. self-hosted,linux,rocm with --container none)")
     p.add_argument("--install", metavar="SPEC", help="pip requirement that installs rocbuild in the jobs "
-                                                     "(default: rocbuild==THIS VERSION)")
+                                                     "(default: where this rocbuild came from, when a runner can "
+                                                     "reach it)")
     p.add_argument("--pages", action="store_true", help="also deploy the index to GitHub Pages (from main)")
     p.add_argument("-o", "--output", metavar="FILE", help="github: write the workflow here (default: stdout)")
     p.add_argument("--json", action="store_true", help="matrix: JSON (the default and only form)")

@@ -153,8 +153,20 @@ def _folder_size(folder: Path) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rocbuild.index import build_index
+    from rocbuild.index import build_index, build_rocm_indexes
 
+    if args.by_rocm:
+        if args.output:
+            raise UsageError("--by-rocm writes WHEELHOUSE/rocmX.Y/simple: leave out -o")
+        indexes = build_rocm_indexes(Path(args.wheelhouse))
+        if args.json:
+            _dump({release: {"index": str(folder), "url": folder.as_uri() + "/", "projects": projects}
+                   for release, (folder, projects) in indexes.items()})
+            return 0
+        for release, (folder, projects) in sorted(indexes.items()):
+            count = sum(len(w) for w in projects.values())
+            print(f"ROCm {release}: {count} wheel(s) of {', '.join(sorted(projects))}: {folder}")
+        return 0
     folder, projects = build_index(Path(args.wheelhouse), Path(args.output) if args.output else None)
     if args.json:
         _dump({"index": str(folder), "url": folder.as_uri() + "/", "projects": projects})
@@ -165,21 +177,44 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    from rocbuild.repair import repair
+
+    done = []
+    for name in args.wheels:
+        wheel = Path(name)
+        out = Path(args.out) if args.out else wheel.parent / "repaired"
+        print(f"repairing {wheel.name} (auditwheel, ROCm and torch libraries left out)", file=sys.stderr)
+        done.append(repair(wheel, out, extra_exclude=tuple(args.exclude), plat=args.plat))
+    if args.json:
+        _dump([r.to_json() for r in done])
+        return 0
+    for r in done:
+        print(r.wheel)
+        print(f"  platform: {', '.join(r.platforms)}", file=sys.stderr)
+        print(f"  from the user's ROCm/torch: {', '.join(r.external) or 'nothing'}", file=sys.stderr)
+        print(f"  copied in: {', '.join(Path(g).name for g in r.grafted) or 'nothing'}", file=sys.stderr)
+    return 0
+
+
 def cmd_ci(args: argparse.Namespace) -> int:
-    from rocbuild import __version__, ci
+    from rocbuild import ci
 
     recipes = ci.split_list(args.recipes, "--recipes", None, (), "recipe names, comma-separated")
-    rocms = ci.split_list(args.rocm, "--rocm", ci.ROCM_RE, ci.DEFAULT_ROCM, "ROCm releases such as 6.1,6.2")
+    rocms = ci.split_list(args.rocm, "--rocm", ci.ROCM_RE, ci.DEFAULT_ROCM, "ROCm releases such as 6.4,7.2")
     pythons = ci.split_list(args.python, "--python", ci.PYTHON_RE, ci.DEFAULT_PYTHON, "3.X versions such as 3.10,3.11")
+    runs_on = ci.check_runs_on(args.runs_on)
     matrix = ci.build_matrix(recipes, rocms, pythons, args.arch, args.split_arch, container=args.container)
     for e in matrix.excluded:
         print(f"left out: {e['recipe']} on ROCm {e['rocm']} ({e['reason']})", file=sys.stderr)
     if args.target == "matrix":
-        if args.output or args.pages or args.install:
-            raise UsageError("`ci matrix` prints the matrix only; -o, --pages and --install go with `ci github`")
+        if args.output or args.pages or args.install or args.runs_on:
+            raise UsageError("`ci matrix` prints the matrix only; -o, --pages, --install and --runs-on go with "
+                             "`ci github`")
         _dump(matrix.to_json())
         return 0
-    text = ci.github_workflow(matrix, install=args.install or f"rocbuild=={__version__}", pages=args.pages)
+    install = args.install or ci.default_install(Path.cwd())
+    text = ci.github_workflow(matrix, install=install, runs_on=runs_on, pages=args.pages)
     if args.output:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -398,5 +433,5 @@ def _new_recipe(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "build": cmd_build, "plan": cmd_plan, "prepare": cmd_prepare, "lock": cmd_lock, "verify": cmd_verify,
     "doctor": cmd_doctor, "detect": cmd_detect, "recipes": cmd_recipes, "cache": cmd_cache, "index": cmd_index,
-    "ci": cmd_ci, "root": cmd_root,
+    "ci": cmd_ci, "root": cmd_root, "repair": cmd_repair,
 }

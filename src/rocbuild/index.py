@@ -1,6 +1,7 @@
 """`rocbuild index WHEELHOUSE`: a PEP 503 simple repository over a folder of wheels.
 
-WHEELHOUSE/simple/index.html lists the projects under their normalized names;
+WHEELHOUSE/simple/index.html lists the projects under their normalized names
+(with --by-rocm: WHEELHOUSE/rocmX.Y/simple, one index per ROCm release);
 WHEELHOUSE/simple/NAME/index.html links each wheel (relative href, with a
 #sha256= fragment and data-requires-python from its METADATA). The index is
 written to a temporary folder and swapped in, so pip never reads half of one.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shutil
 import zipfile
 from email.parser import BytesHeaderParser
@@ -24,11 +26,38 @@ PAGE = ('<!DOCTYPE html>\n<html>\n<head>\n<meta name="pypi:repository-version" c
         "<title>{title}</title>\n</head>\n<body>\n<h1>{title}</h1>\n{links}</body>\n</html>\n")
 
 
+ROCM_LABEL = re.compile(r"^rocm(\d+\.\d+)(?:\.|$)")
+
+
 def build_index(wheelhouse: Path, out: Path | None = None) -> tuple[Path, dict[str, list[str]]]:
     """Write the index; returns its folder and the wheels listed under each project."""
+    projects = _projects(wheelhouse)
+    return _write(projects, (out or wheelhouse / "simple").absolute())
+
+
+def build_rocm_indexes(wheelhouse: Path) -> dict[str, tuple[Path, dict[str, list[str]]]]:
+    """One index per ROCm release, WHEELHOUSE/rocmX.Y/simple, from each wheel's local version label
+    (+rocmX.Y, +rocmX.Y.gfx1100): {release: (index folder, wheels by project)}."""
+    by_release: dict[str, dict[str, list[Path]]] = {}
+    unlabelled = []
+    for name, wheels in _projects(wheelhouse).items():
+        for wheel in wheels:
+            m = ROCM_LABEL.match(parse_wheel_filename(wheel.name)[1].local or "")
+            if m is None:
+                unlabelled.append(wheel.name)
+                continue
+            by_release.setdefault(m.group(1), {}).setdefault(name, []).append(wheel)
+    if unlabelled:
+        raise UsageError(f"{wheelhouse}: wheels without a +rocmX.Y local version label cannot be sorted by ROCm "
+                         "release:", hint="\n".join("- " + w for w in unlabelled)
+                         + "\nbuild them with rocbuild's default label, or index them without --by-rocm")
+    return {release: _write(projects, (wheelhouse / f"rocm{release}" / "simple").absolute())
+            for release, projects in sorted(by_release.items())}
+
+
+def _projects(wheelhouse: Path) -> dict[str, list[Path]]:
     if not wheelhouse.is_dir():
         raise UsageError(f"{wheelhouse}: no such folder", hint="give the folder that holds the wheels")
-    out = (out or wheelhouse / "simple").absolute()
     projects: dict[str, list[Path]] = {}
     bad = []
     for wheel in sorted(wheelhouse.glob("*.whl")):
@@ -43,6 +72,11 @@ def build_index(wheelhouse: Path, out: Path | None = None) -> tuple[Path, dict[s
                          hint="\n".join("- " + b for b in bad) + "\nrename or remove them (PEP 427 names)")
     if not projects:
         raise UsageError(f"{wheelhouse} holds no wheels (*.whl)")
+    return projects
+
+
+def _write(projects: dict[str, list[Path]], out: Path) -> tuple[Path, dict[str, list[str]]]:
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

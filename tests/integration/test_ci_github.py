@@ -31,7 +31,25 @@ SETS = [
     ("mamba-ssm,causal-conv1d", None, "6.1,7.0", "3.12", ["--pages"]),
     ("bitsandbytes", "gfx942", "6.4", "3.11", ["--container", "ghcr.io/example/rocm:{rocm}-dev",
                                                 "--install", "rocbuild @ git+https://example.invalid/rocbuild"]),
+    ("hello-hip,llama-cpp-python", "gfx1100", "7.2", "3.12", ["--container", "none", "--runs-on",
+                                                              "self-hosted,linux,x64"]),
 ]
+INSTALL = "rocbuild @ git+https://example.invalid/rocbuild@v0"
+# The inputs each action accepts, read from its action.yml at the major the workflows use (the
+# stand-ins under tests/act declare the same ones for the cache and artifact actions).
+STAND_INS = ROOT / "tests" / "act"
+ACTION_INPUTS = {
+    "actions/checkout@v7": {"repository", "ref", "token", "ssh-key", "ssh-known-hosts", "ssh-strict", "ssh-user",
+                            "persist-credentials", "path", "clean", "filter", "sparse-checkout",
+                            "sparse-checkout-cone-mode", "fetch-depth", "fetch-tags", "show-progress", "lfs",
+                            "submodules", "set-safe-directory", "github-server-url"},
+    "actions/upload-pages-artifact@v5": {"name", "path", "retention-days", "include-hidden-files"},
+    "actions/deploy-pages@v5": {"token", "timeout", "preview"},
+}
+for action, folder in (("actions/cache/restore@v5", "cache/restore"), ("actions/cache/save@v5", "cache/save"),
+                       ("actions/upload-artifact@v7", "upload-artifact"),
+                       ("actions/download-artifact@v8", "download-artifact")):
+    ACTION_INPUTS[action] = set(yaml.safe_load((STAND_INS / folder / "action.yml").read_text())["inputs"])
 
 
 @pytest.mark.actionlint
@@ -39,7 +57,8 @@ SETS = [
 def test_workflow_passes_actionlint_and_matches_the_matrix(cli, tmp_path, recipes, arch, rocm, python, extra):
     wf = tmp_path / ".github" / "workflows" / "wheels.yml"
     args = ["--recipes", recipes, "--rocm", rocm, "--python", python] + (["--arch", arch] if arch else [])
-    code, _, err = cli("ci", "github", *args, *extra, "-o", wf)
+    install = [] if "--install" in extra else ["--install", INSTALL]
+    code, _, err = cli("ci", "github", *args, *extra, *install, "-o", wf)
     assert code == 0, err
     lint = actionlint(wf)
     assert lint.returncode == 0, lint.stdout + lint.stderr
@@ -51,14 +70,36 @@ def test_workflow_passes_actionlint_and_matches_the_matrix(cli, tmp_path, recipe
     data = yaml.safe_load(wf.read_text())
     jobs = data["jobs"]
     assert jobs["build"]["strategy"]["matrix"]["include"] == matrix["include"]
-    assert jobs["index"]["needs"] == "build"
+    assert jobs["index"]["needs"] == "build" and jobs["index"]["if"] == "${{ !cancelled() }}"
+    assert data["concurrency"]["cancel-in-progress"] is True
+    assert all(job["timeout-minutes"] > 0 for job in jobs.values())
     for entry in matrix["include"]:
-        assert "," not in entry["slug"]
+        assert "," not in entry["slug"] and "/" not in entry["name"]
+        split = "--split-arch" in extra
+        assert entry["label"] == f"rocm{entry['rocm']}" + (f".{entry['arch']}" if split else "")
+    # Every action input is one the action declares; no setup-python (it breaks in old containers).
+    for job in jobs.values():
+        for step in job["steps"]:
+            if "uses" in step:
+                assert set(step.get("with", {})) <= ACTION_INPUTS[step["uses"]], step
     uses = [s.get("uses", "") for s in jobs["build"]["steps"]]
-    assert "actions/cache@v4" in uses and "actions/upload-artifact@v4" in uses
+    assert "actions/cache/restore@v5" in uses and "actions/upload-artifact@v7" in uses
+    assert not any("setup-python" in u for u in uses)
+    save = next(s for s in jobs["build"]["steps"] if s.get("uses") == "actions/cache/save@v5")
+    assert save["if"] == "always()" and all("/work" not in p for p in save["with"]["path"].split())
     build_step = next(s for s in jobs["build"]["steps"] if s.get("name") == "Build")
-    assert '"$RECIPE" --arch "$ARCH"' in build_step["run"] and "${{" not in build_step["run"]
+    assert "${{" not in build_step["run"] and "${{" not in jobs["build"]["env"]["ROCBUILD_JOB"]
+    assert '"$RECIPE" --arch "$ARCH"' in jobs["build"]["env"]["ROCBUILD_JOB"]
+    assert jobs["build"]["env"]["ROCBUILD_INSTALL"] == (extra[extra.index("--install") + 1] if "--install" in extra
+                                                        else INSTALL)
     assert ("pages" in jobs) == ("--pages" in extra)
+    if "--runs-on" in extra:
+        assert jobs["build"]["runs-on"] == extra[extra.index("--runs-on") + 1].split(",")
+        assert {e["container"] for e in matrix["include"]} == {"none"}
+        assert not any(s.get("name", "").startswith("Free disk") for s in jobs["build"]["steps"])
+    elif "--container" not in extra:
+        assert any(s.get("name", "").startswith("Free disk") for s in jobs["build"]["steps"])
+        assert all(e["container"].endswith("-complete") for e in matrix["include"])
 
 
 def test_matrix_contents(cli):
@@ -75,13 +116,18 @@ def test_matrix_contents(cli):
     mamba = [e for e in m["include"] if e["recipe"] == "mamba-ssm"]
     assert {e["torch_index"] for e in mamba if e["rocm"] == "6.2"} == {"https://download.pytorch.org/whl/rocm6.2"}
     assert all(e["torch_index"] == "" for e in m["include"] if e["recipe"] == "hello-hip")
-    assert {e["container"] for e in m["include"]} == {"rocm/dev-ubuntu-22.04:6.2", "rocm/dev-ubuntu-22.04:6.4"}
+    # -complete images (the only ones with hipblas, hiprand, rccl) at the newest patch release
+    assert {e["container"] for e in m["include"]} == {"rocm/dev-ubuntu-22.04:6.2.4-complete",
+                                                      "rocm/dev-ubuntu-22.04:6.4.4-complete"}
+    # ROCm 7.1 cells get PyTorch's rocm7.1 wheels, not 7.0's
+    code, out, _ = cli("ci", "matrix", "--recipes", "mamba-ssm", "--rocm", "7.1", "--arch", "gfx942")
+    assert json.loads(out)["include"][0]["torch_index"] == "https://download.pytorch.org/whl/rocm7.1"
 
     code, out, _ = cli("ci", "matrix", "--recipes", "hello-hip", "--rocm", "7.0")
     [entry] = json.loads(out)["include"]
     assert entry["arch"].split(",") == ["gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101",
                                         "gfx1200", "gfx1201", "gfx950"]  # ROCm 7.0's supported GPUs
-    assert entry["container"] == "rocm/dev-ubuntu-24.04:7.0"
+    assert entry["container"] == "rocm/dev-ubuntu-24.04:7.0.2-complete"
 
 
 @pytest.mark.parametrize("args,message", [
@@ -97,3 +143,45 @@ def test_bad_ci_input(cli, args, message):
     code, _, err = cli("ci", "github", *args)
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+def test_recipe_outside_the_repository_is_refused(cli, tmp_path, monkeypatch):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    recipe = elsewhere / "mine.yaml"
+    recipe.write_text((ROOT / "recipes" / "hello-hip.yaml").read_text().replace("name: hello-hip", "name: mine"))
+    monkeypatch.chdir(repo)
+    code, _, err = cli("ci", "github", "--recipes", str(recipe), "--rocm", "6.4", "--arch", "gfx1100",
+                       "--install", INSTALL)
+    assert code == 2 and "outside this repository" in err and "recipes/" in err
+    # Inside the repository, the job names it by its path there; artifact names use its own name.
+    (repo / "ci").mkdir()
+    inside = repo / "ci" / "mine.yaml"
+    inside.write_text(recipe.read_text())
+    code, out, err = cli("ci", "matrix", "--recipes", str(inside), "--rocm", "6.4", "--arch", "gfx1100")
+    assert code == 0, err
+    (entry,) = json.loads(out)["include"]
+    assert entry["recipe"] == "ci/mine.yaml" and entry["name"] == "mine"
+
+
+def test_install_default_comes_from_how_rocbuild_was_installed(cli, tmp_path, monkeypatch):
+    # This rocbuild is installed from its checkout: `.` there, refused anywhere else (a runner of
+    # another repository could not reach this machine's folder).
+    monkeypatch.chdir(ROOT)
+    code, out, err = cli("ci", "github", "--recipes", "hello-hip", "--rocm", "6.4", "--arch", "gfx1100")
+    if code == 0:
+        assert yaml.safe_load(out)["jobs"]["build"]["env"]["ROCBUILD_INSTALL"] == "."
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("ci", "github", "--recipes", "hello-hip", "--rocm", "6.4", "--arch", "gfx1100")
+    assert code == 2 and "--install" in err and "on no package index" in err and "git+https://" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--runs-on", "self hosted"], "--runs-on: 'self hosted' is not accepted"),
+    (["--runs-on", ""], "--runs-on '': empty list"),
+])
+def test_bad_runs_on(cli, args, message):
+    code, _, err = cli("ci", "github", "--recipes", "hello-hip", "--rocm", "6.4", "--arch", "gfx1100",
+                       "--install", INSTALL, *args)
+    assert code == 2 and message in err

@@ -81,3 +81,33 @@ def test_bad_wheelhouse(cli, tmp_path, setup, message):
     setup(wh)
     code, _, err = cli("index", wh)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_one_index_per_rocm_release(cli, tmp_path):
+    """pip on ROCm 6.4 gets the 6.4 build from rocm6.4/simple, never 7.2's higher label."""
+    wh = tmp_path / "wheelhouse"
+    for label in ("rocm6.4", "rocm7.2", "rocm6.4.gfx1100"):
+        make_wheel(tmp_path / label, "hello-ext", f"1.0+{label}", wh)
+    code, out, err = cli("index", str(wh), "--by-rocm", "--json")
+    assert code == 0, err
+    indexes = json.loads(out)
+    assert sorted(indexes) == ["6.4", "7.2"]
+    assert sorted(indexes["6.4"]["projects"]["hello-ext"]) == ["hello_ext-1.0+rocm6.4-py3-none-any.whl",
+                                                               "hello_ext-1.0+rocm6.4.gfx1100-py3-none-any.whl"]
+    assert not (wh / "simple").exists()
+    for release, wanted in (("7.2", "1.0+rocm7.2"), ("6.4", "1.0+rocm6.4.gfx1100")):
+        got = pip_install(wh / f"rocm{release}" / "simple", tmp_path / f"site-{release}", "hello-ext")
+        assert got.returncode == 0, got.stderr
+        assert list((tmp_path / f"site-{release}").glob(f"hello_ext-{wanted}.dist-info"))
+    # An arch's own wheel, pinned by its label:
+    got = pip_install(wh / "rocm6.4" / "simple", tmp_path / "site-pinned", "hello-ext==1.0+rocm6.4")
+    assert got.returncode == 0 and list((tmp_path / "site-pinned").glob("hello_ext-1.0+rocm6.4.dist-info"))
+
+
+def test_by_rocm_refuses_wheels_without_a_rocm_label(cli, tmp_path):
+    wh = tmp_path / "wheelhouse"
+    make_wheel(tmp_path / "a", "hello-ext", "1.0+rocm6.4", wh)
+    make_wheel(tmp_path / "b", "hello-ext", "1.0", wh)
+    code, _, err = cli("index", str(wh), "--by-rocm")
+    assert code == 2 and "hello_ext-1.0-py3-none-any.whl" in err and "+rocmX.Y" in err
+    assert not (wh / "rocm6.4").exists()

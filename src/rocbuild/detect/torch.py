@@ -57,8 +57,8 @@ if spec is not None and spec.submodule_search_locations:
 print(json.dumps(out))
 """
 
-# download.pytorch.org/whl/<name> indexes that carry ROCm builds of torch (torch 2.1 to 2.9).
-TORCH_ROCM_INDEXES = ("5.6", "5.7", "6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0")
+# download.pytorch.org/whl/<name> indexes that carry ROCm builds of torch (torch 2.1 on).
+TORCH_ROCM_INDEXES = ("5.6", "5.7", "6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0", "7.1")
 INDEX_URL = "https://download.pytorch.org/whl/rocm{}"
 
 
