@@ -232,10 +232,13 @@ def main() -> int:
                       + (f" ({record.get('why')})" if record["verdict"] != "pass" else ""), flush=True)
     results = Path(args.results)
     results.parent.mkdir(parents=True, exist_ok=True)
-    # The file keeps every recipe and ROCm release's latest record: this run's replace their own.
-    done = {(r["recipe"], r["rocm"]) for r in records}
-    kept = [r for r in json.loads(results.read_text()) if (r.get("recipe"), r.get("rocm")) not in done] \
-        if results.is_file() else []
+    # The file keeps the latest record of every recipe, ROCm release and arch set: this run's replace
+    # their own.
+    def key(r: dict[str, Any]) -> tuple[Any, Any, Any]:
+        return r.get("recipe"), r.get("rocm"), tuple(r.get("archs") or ())
+
+    done = {key(r) for r in records}
+    kept = [r for r in json.loads(results.read_text()) if key(r) not in done] if results.is_file() else []
     results.write_text(json.dumps(kept + records, indent=2) + "\n")
     print(f"results: {results}")
     bad = [r for r in records if r["verdict"] != "pass" and not r["expected_fail"]]

@@ -38,22 +38,25 @@ def _text(record: dict[str, Any], key: str) -> str:
 
 
 def recipe_status(name: str, records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The last real result of `name` for each ROCm release: verdict, archs, date, rocbuild version."""
-    latest: dict[str, dict[str, Any]] = {}
+    """The last real result of `name` for each ROCm release and arch set: verdict, date, rocbuild
+    version, build time and peak memory, the options set, and the step it stopped at (if any)."""
+    latest: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
     for record in records:
         if record.get("recipe") != name:
             continue
-        rocm = _text(record, "rocm")
-        if rocm not in latest or _text(record, "date") >= _text(latest[rocm], "date"):
-            latest[rocm] = record
+        archs = record.get("archs")
+        key = (_text(record, "rocm"), tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ())
+        if key not in latest or _text(record, "date") >= _text(latest[key], "date"):
+            latest[key] = record
     builds = []
-    for rocm in sorted(latest):
-        r = latest[rocm]
-        archs = r.get("archs")
-        builds.append({"rocm": rocm, "verdict": _text(r, "verdict"),
-                       "archs": [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else [],
+    for (rocm, archs_key), r in sorted(latest.items(), key=lambda item: (item[0][0], len(item[0][1]), item[0][1])):
+        sets = r.get("sets")
+        builds.append({"rocm": rocm, "verdict": _text(r, "verdict"), "archs": list(archs_key),
                        "date": _text(r, "date"), "rocbuild": _text(r, "rocbuild_version"),
                        "suite": r.get("suite"), "build_seconds": r.get("build_seconds"),
+                       "peak_process_mib": r.get("peak_process_mib"),
+                       "options": [x for x in sets if isinstance(x, str)] if isinstance(sets, list) else [],
+                       "until": r.get("until") if isinstance(r.get("until"), str) else None,
                        "why": r.get("why") if r.get("verdict") != "pass" else None})
     return {"recipe": name, "built_for_real": bool(builds), "builds": builds}
 
@@ -63,7 +66,14 @@ def status_lines(row: dict[str, Any]) -> list[str]:
         return [f"{row['recipe']:<20} never built for real (make real-builds)"]
     lines = []
     for b in row["builds"]:
-        what = "verified" if b["verdict"] == "pass" else f"FAILED ({b['why']})"
-        lines.append(f"{row['recipe']:<20} ROCm {b['rocm']:<5} {','.join(b['archs']):<26} {what}, "
-                     f"{b['date'][:10]}, rocbuild {b['rocbuild']}")
+        if b["verdict"] != "pass":
+            what = f"FAILED ({b['why']})"
+        elif b["until"]:
+            what = f"built up to step {b['until']!r}, device code verified"
+        else:
+            what = "verified"
+        extra = f" [{', '.join(b['options'])}]" if b["options"] else ""
+        took = f", {b['build_seconds']:.0f} s" if isinstance(b["build_seconds"], (int, float)) else ""
+        lines.append(f"{row['recipe']:<20} ROCm {b['rocm']:<5} {','.join(b['archs']):<26} {what}{extra}, "
+                     f"{b['date'][:10]}{took}, rocbuild {b['rocbuild']}")
     return lines

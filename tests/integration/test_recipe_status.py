@@ -21,28 +21,36 @@ def test_the_shipped_results_are_what_status_says(cli):
     assert code == 0, err
     rows = {r["recipe"]: r for r in json.loads(out)}
     for rec in shipped:
-        (build,) = [b for b in rows[rec["recipe"]]["builds"] if b["rocm"] == rec["rocm"]]
+        (build,) = [b for b in rows[rec["recipe"]]["builds"] if (b["rocm"], b["archs"]) == (rec["rocm"], rec["archs"])]
         assert (build["verdict"], build["archs"], build["date"]) == (rec["verdict"], rec["archs"], rec["date"])
     never = {name for name, row in rows.items() if not row["built_for_real"]}
     assert never == set(rows) - {r["recipe"] for r in shipped}
 
 
-def test_latest_result_per_rocm_and_failures_with_their_reason(cli, tmp_path):
+def test_latest_result_per_rocm_and_arch_set_and_failures_with_their_reason(cli, tmp_path):
     results = tmp_path / "results.json"
+    stopped = record("hello-hip", "7.2", "pass", "2026-11-22T00:00:00+00:00", archs=("gfx90a",))
+    stopped.update(until="kernels", sets=["frameworks=none"])
     results.write_text(json.dumps([
-        record("hello-hip", "7.2", "fail", "2026-11-01T00:00:00+00:00", why="error: old"),
+        record("hello-hip", "7.2", "fail", "2026-11-01T00:00:00+00:00", archs=("gfx1100", "gfx942"), why="error: old"),
         record("hello-hip", "7.2", "pass", "2026-11-20T00:00:00+00:00", archs=("gfx1100", "gfx942")),
+        record("hello-hip", "7.2", "pass", "2026-11-19T00:00:00+00:00"),
         record("hello-hip", "6.4", "fail", "2026-11-21T00:00:00+00:00", why="error: step 'wheel' failed"),
+        stopped,
     ]))
     code, out, _ = cli("recipes", "status", "hello-hip", "horovod", "--results", results, "--json")
     assert code == 0
     hello, horovod = json.loads(out)
+    # One line per ROCm release and arch set (one arch and three archs are both kept), the latest each.
     assert [(b["rocm"], b["verdict"], b["archs"]) for b in hello["builds"]] == [
-        ("6.4", "fail", ["gfx1100"]), ("7.2", "pass", ["gfx1100", "gfx942"])]
+        ("6.4", "fail", ["gfx1100"]), ("7.2", "pass", ["gfx1100"]), ("7.2", "pass", ["gfx90a"]),
+        ("7.2", "pass", ["gfx1100", "gfx942"])]
     assert hello["builds"][0]["why"] == "error: step 'wheel' failed" and hello["builds"][1]["why"] is None
+    assert hello["builds"][2]["until"] == "kernels" and hello["builds"][2]["options"] == ["frameworks=none"]
     assert horovod == {"recipe": "horovod", "built_for_real": False, "builds": []}
     code, out, _ = cli("recipes", "status", "hello-hip", "horovod", "--results", results)
     assert "ROCm 6.4" in out and "FAILED (error: step 'wheel' failed)" in out
+    assert "built up to step 'kernels', device code verified [frameworks=none]" in out
     assert "horovod              never built for real" in out
 
 
