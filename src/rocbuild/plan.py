@@ -331,6 +331,7 @@ class Plan:
             "steps": [_step_json(s) for s in self.steps],
             "verify": [{**check_identity(c), "where": c.where} for c in self.verify],
             "local_version": self.local_label or None,
+            "runpath": self.recipe.runpath,
             "build_env": self.build_env.to_json() if self.build_env else None,
             "root": in_root(),
         }

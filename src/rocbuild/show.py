@@ -73,6 +73,9 @@ def plan_text(plan: Plan, out: Out = print) -> None:
         label = f"+{plan.local_label}" if plan.local_label else "none (--local-version/recipe dropped it)"
         out(f"wheels: local version label {label}; provenance JSON (the build identity) added to the "
             ".dist-info, RECORD rewritten")
+        if plan.recipe.runpath == "relative":
+            out(f"wheels: RUNPATH/RPATH entries inside {plan.work.root} become $ORIGIN-relative (the folder in the "
+                "wheel that holds the libraries they name); others stay (recipe: runpath: relative)")
     _checks(plan, out)
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")

@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import CHUNK, write_atomically
+from rocbuild.runpath import is_elf_name, relative_runpath
 
 PROVENANCE = "rocbuild-provenance.json"
 
@@ -39,7 +40,9 @@ def record_hash(digest: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, Any]) -> Path:
+def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, Any],
+                  relative_runpath_under: str | None = None) -> Path:
+    """`relative_runpath_under`: the work folder, when the recipe asks for `runpath: relative`."""
     try:
         parse_wheel_filename(src.name)
     except InvalidWheelFilename as exc:
@@ -52,7 +55,8 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
     try:
         with zipfile.ZipFile(src) as zin:
             old_info = _dist_info(zin, src)
-            write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance))
+            write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance,
+                                                                relative_runpath_under))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, ValueError) as exc:
         raise StepFailed(f"the build produced a damaged wheel {src}: {exc}",
                          hint="the wheel step's build backend wrote a file that is not a whole wheel (zip with a "
@@ -61,7 +65,7 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
 
 
 def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_stem: str, new_version: str,
-                      provenance: dict[str, Any]) -> None:
+                      provenance: dict[str, Any], relative_runpath_under: str | None = None) -> None:
     """Every member under its new name, METADATA's version changed, the provenance file, a fresh RECORD."""
     old_stem = old_info[: -len(".dist-info")]
     new_info = new_stem + ".dist-info"
@@ -76,6 +80,9 @@ def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_ste
             name = _renamed(info.filename, renames)
             if name == f"{new_info}/METADATA":
                 records.append(_write_bytes(zout, name, _set_version(zin.read(info), new_version), info))
+            elif relative_runpath_under is not None and is_elf_name(name):
+                data = relative_runpath(zin.read(info), name, relative_runpath_under, zin.namelist())
+                records.append(_write_bytes(zout, name, data, info))
             else:
                 records.append(_copy(zin, info, zout, name))
         body = (json.dumps(provenance, indent=2, sort_keys=True) + "\n").encode()

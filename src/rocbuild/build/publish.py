@@ -46,7 +46,8 @@ def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Pa
     out = {}
     for wheel in wheels:
         record = provenance(plan, identity, wheel)
-        out[rewrite_wheel(wheel, final, plan.local_label, record)] = record
+        relative = str(plan.work.root) if plan.recipe.runpath == "relative" else None
+        out[rewrite_wheel(wheel, final, plan.local_label, record, relative)] = record
     return out
 
 

@@ -87,11 +87,12 @@ RecipeFinder = Callable[[str, Path], Path]
 TOP_KEYS = {
     "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
     "source": True, "requires": False, "options": False, "env": False,
-    "patches": False, "steps": False, "verify": False, "local-version": False, "output": False,
+    "patches": False, "steps": False, "verify": False, "local-version": False, "output": False, "runpath": False,
     "extends": False, "unsupported": False,
 }
 UNSUPPORTED_KEYS = {"when": True, "why": True, "step": False}
 OUTPUTS = ("wheel", "tree")
+RUNPATHS = ("as-built", "relative")
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = {"git": False, "path": False, "sdist": False, "ref": False, "commit": False, "submodules": False,
                "sha256": False}
@@ -485,6 +486,7 @@ class _Loader:
             verify=verify,
             local_version=self.local_version(top, vm),
             output=output,
+            runpath=self.runpath(top, vm),
             unsupported=self.unsupported(top.get("unsupported"), vm.get("unsupported"),
                                          tuple(e.name or e.kind for e in steps)),
             bases=tuple(self.bases),
@@ -521,6 +523,17 @@ class _Loader:
                              accepted="wheel (the default: verified wheels in the wheelhouse) or tree "
                                       "(a prepared, patched source tree)",
                              suggestion=difflib.get_close_matches(value, OUTPUTS, n=1) or None)
+        return value
+
+    def runpath(self, top: YMap, vm: dict[str, Any]) -> str:
+        if "runpath" not in top:
+            return "as-built"
+        value = self.string(top["runpath"], "runpath", vm["runpath"])
+        if value not in RUNPATHS:
+            raise self.error("unknown runpath choice", "runpath", vm["runpath"], value=value,
+                             accepted="as-built (the default: the wheel's libraries keep the RUNPATH the build "
+                                      "gave them) or relative (entries into the work folder become $ORIGIN-relative)",
+                             suggestion=difflib.get_close_matches(value, RUNPATHS, n=1) or None)
         return value
 
     def local_version(self, top: YMap, vm: dict[str, Any]) -> str | None:

@@ -125,6 +125,7 @@ class Recipe:
     verify: tuple[Entry[VerifyKind], ...] = ()
     local_version: str | None = None  # PEP 440 local label template; None: +rocmX.Y, "": none
     output: str = "wheel"  # "wheel": verified wheels in the wheelhouse; "tree": the prepared source tree
+    runpath: str = "as-built"  # "relative": RUNPATH entries into the work folder become $ORIGIN-relative
     unsupported: tuple[Conditional, ...] = ()  # value: a Refusal; refused when its `when:` renders true
     bases: tuple[tuple[Path, str], ...] = ()  # the recipes it extends (path, text), nearest first
     patch_dirs: tuple[Path, ...] = ()  # where `diff:` names were found: beside it, then beside its bases
