@@ -213,6 +213,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
                              "`ci github`")
         _dump(matrix.to_json())
         return 0
+    if args.container == ci.NO_CONTAINER and runs_on == ("ubuntu-latest",):
+        print("note: --container none builds on the runner's own system, and GitHub's ubuntu-latest has no ROCm: "
+              "name your runners with --runs-on (e.g. self-hosted,linux,rocm); each job checks its ROCm first",
+              file=sys.stderr)
     install = args.install or ci.default_install(Path.cwd())
     text = ci.github_workflow(matrix, install=install, runs_on=runs_on, pages=args.pages)
     if args.output:

@@ -231,7 +231,8 @@ def _index_sdist(project: str, filename: str, into: Path) -> Path:
 @pytest.mark.network
 def test_mamba_wheel_metadata_pulls_nothing_cuda_only(cli, tmp_path, rocm61):
     """On the real v2.3.2.post1 sdist: triton (ROCm's comes with torch as pytorch-triton-rocm) and
-    the CUDA-only kernel packages leave both places setuptools reads dependencies from."""
+    the CUDA-only kernel packages leave both places setuptools reads dependencies from; for torch
+    2.14, both compilers get C++20."""
     import tarfile
 
     with tarfile.open(_index_sdist("mamba-ssm", MAMBA_SDIST, tmp_path)) as tar:
@@ -239,8 +240,9 @@ def test_mamba_wheel_metadata_pulls_nothing_cuda_only(cli, tmp_path, rocm61):
     src = tmp_path / "mamba_ssm-2.3.2.post1"
     before = tree_digest(src)
     assert '"triton>=3.5.0"' in (src / "pyproject.toml").read_text()
+    python, _ = make_venv(tmp_path / "venv", "rocm7.2")  # torch 2.14: its headers need C++20
     code, out, err = cli("prepare", "mamba-ssm", "--arch", "gfx90a", "--rocm", rocm61, "--source-dir", src,
-                         "--work", tmp_path / "work")
+                         "--work", tmp_path / "work", "--python", python)
     assert code == 0, err
     tree = Path(out.strip().splitlines()[-1])
     for name in ("pyproject.toml", "setup.py"):
@@ -249,4 +251,17 @@ def test_mamba_wheel_metadata_pulls_nothing_cuda_only(cli, tmp_path, rocm61):
             assert f'"{gone}' not in text, (name, gone)
         for kept in ("torch", "einops", "transformers", "packaging"):
             assert f'"{kept}"' in text, (name, kept)
+    setup = (tree / "setup.py").read_text()
+    assert setup.count('"-std=c++20"') == 4 and '"-std=c++17"' not in setup
     assert tree_digest(src) == before
+
+
+@pytest.mark.parametrize("recipe, count", [("mamba-ssm", 4), ("causal-conv1d", 2)])
+@pytest.mark.parametrize("torch, cxx20", [("rocm6.1", False), ("rocm6.2", False), ("rocm7.2", True)])
+def test_cxx20_for_a_torch_that_needs_it(cli, tmp_path, rocm61, recipe, count, torch, cxx20):
+    python, _ = make_venv(tmp_path / "venv", torch)
+    plan = plan_json(cli, recipe, "--arch", "gfx90a", "--rocm", rocm61, "--python", python)
+    std = [p for p in plan["patches"] if p["find"] == '"-std=c++17"']
+    assert bool(std) == cxx20
+    if cxx20:
+        assert std[0]["with"] == '"-std=c++20"' and std[0]["count"] == count and std[0]["file"] == "setup.py"
