@@ -319,9 +319,8 @@ _BlockDumper.add_representer(str, _str)
 
 
 def check_runs_on(value: str | None) -> tuple[str, ...]:
-    labels = split_list(value, "--runs-on", RUNS_ON_RE, ("ubuntu-latest",),
-                        "runner labels, comma-separated, e.g. self-hosted,linux,rocm")
-    return labels
+    return split_list(value, "--runs-on", RUNS_ON_RE, ("ubuntu-latest",),
+                      "runner labels, comma-separated, e.g. self-hosted,linux,rocm")
 
 
 def default_install(repo: Path) -> str:

@@ -87,7 +87,7 @@ class TorchView:
 
     def __str__(self) -> str:
         info = self._info()
-        return info.version or "" if info is not None else ""
+        return (info.version or "") if info is not None else ""
 
 
 class Renderer:

@@ -51,3 +51,20 @@ def test_a_system_python_gets_a_venv_command():
     fix = rocm_torch_install("/usr/bin/python3", RocmVersion("6.4.3"), externally_managed=True)
     assert fix.startswith("/usr/bin/python3 -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install torch")
     assert "--index-url https://download.pytorch.org/whl/rocm6.4" in fix and "PEP 668" in fix
+
+
+def test_probe_of_this_python_ignores_a_torch_in_the_working_folder(tmp_path, monkeypatch):
+    """In-process, as from a subprocess started in "/": a ./torch must not stand in for the real one."""
+    import sys
+
+    from rocbuild.detect.torch import probe_python
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    (tmp_path / "torch" / "version.py").write_text("__version__ = '9.9.9+cu999'\ncuda = '99.9'\nhip = None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path)] + sys.path)
+    env = probe_python(sys.executable)
+    assert not isinstance(env, str)
+    assert env.torch is None or env.torch.version != "9.9.9+cu999"
+    assert sys.path[:2] == ["", str(tmp_path)]  # put back as it was

@@ -137,6 +137,21 @@ def parse_probe(text: str) -> PythonEnv:
                      bool(data.get("externally_managed")))
 
 
+def _probe_here() -> PythonEnv:
+    """The probe in this interpreter, seeing what a `python -c` run from "/" would: the working
+    folder (on sys.path under `python -m`) must not shadow the real torch with a ./torch."""
+    here = os.path.realpath(os.getcwd())
+    saved = list(sys.path)
+    sys.path[:] = [p for p in saved if p and os.path.realpath(p) != here]
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(PROBE, {"__name__": "rocbuild_probe"})
+    finally:
+        sys.path[:] = saved
+    return parse_probe(out.getvalue())
+
+
 def probe_argv(python: str) -> tuple[str, ...]:
     return (python, "-c", PROBE)
 
@@ -145,10 +160,7 @@ def probe_python(python: str) -> PythonEnv | str:
     """Run the probe; a PythonEnv, or the reason it could not run. The interpreter running rocbuild
     answers in-process (the probe only reads files)."""
     if os.path.abspath(python) == os.path.abspath(sys.executable):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(PROBE, {"__name__": "rocbuild_probe"})
-        return parse_probe(out.getvalue())
+        return _probe_here()
     # cwd "/": `-c` puts the working folder on sys.path, where a ./torch would shadow the real one.
     proc = query_process(probe_argv(python), timeout=120, cwd="/")
     if isinstance(proc, str):

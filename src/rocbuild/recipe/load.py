@@ -515,25 +515,24 @@ class _Loader:
         return tuple(out)
 
     def output(self, top: YMap, vm: dict[str, Any]) -> str:
-        if "output" not in top:
-            return "wheel"
-        value = self.string(top["output"], "output", vm["output"])
-        if value not in OUTPUTS:
-            raise self.error("unknown output kind", "output", vm["output"], value=value,
-                             accepted="wheel (the default: verified wheels in the wheelhouse) or tree "
-                                      "(a prepared, patched source tree)",
-                             suggestion=difflib.get_close_matches(value, OUTPUTS, n=1) or None)
-        return value
+        return self.choice(top, vm, "output", OUTPUTS, "unknown output kind",
+                           "wheel (the default: verified wheels in the wheelhouse) or tree "
+                           "(a prepared, patched source tree)")
 
     def runpath(self, top: YMap, vm: dict[str, Any]) -> str:
-        if "runpath" not in top:
-            return "as-built"
-        value = self.string(top["runpath"], "runpath", vm["runpath"])
-        if value not in RUNPATHS:
-            raise self.error("unknown runpath choice", "runpath", vm["runpath"], value=value,
-                             accepted="as-built (the default: the wheel's libraries keep the RUNPATH the build "
-                                      "gave them) or relative (entries into the work folder become $ORIGIN-relative)",
-                             suggestion=difflib.get_close_matches(value, RUNPATHS, n=1) or None)
+        return self.choice(top, vm, "runpath", RUNPATHS, "unknown runpath choice",
+                           "as-built (the default: the wheel's libraries keep the RUNPATH the build gave "
+                           "them) or relative (entries into the work folder become $ORIGIN-relative)")
+
+    def choice(self, top: YMap, vm: dict[str, Any], key: str, choices: tuple[str, ...], problem: str,
+               accepted: str) -> str:
+        """A top-level key that takes one of `choices`; the first is its default."""
+        if key not in top:
+            return choices[0]
+        value = self.string(top[key], key, vm[key])
+        if value not in choices:
+            raise self.error(problem, key, vm[key], value=value, accepted=accepted,
+                             suggestion=difflib.get_close_matches(value, choices, n=1) or None)
         return value
 
     def local_version(self, top: YMap, vm: dict[str, Any]) -> str | None:
