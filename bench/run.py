@@ -129,8 +129,8 @@ def mirror(tmp: Path, env: dict[str, str]) -> dict:
             subprocess.run(["git", "commit", "-qm", f"c{c}"], cwd=repo, check=True, env=genv)
         subprocess.run(["git", "tag", "v1"], cwd=repo, check=True, env=genv)
         url, ref = repo.as_uri(), "v1"
-    code = ("import sys, time; from rocbuild.source import GitSource; from rocbuild.paths import mirror_path; "
-            "from rocbuild.build.fetch import resolve_git; url, ref = sys.argv[1], sys.argv[2] or None; "
+    code = ("import sys, time; from rocbuild.source.spec import GitSource; from rocbuild.paths import mirror_path; "
+            "from rocbuild.source.git import resolve_git; url, ref = sys.argv[1], sys.argv[2] or None; "
             "spec = GitSource(url=url, ref=ref, mirror=str(mirror_path(url))); "
             "t = time.perf_counter(); resolve_git(spec, lambda m: None); print(time.perf_counter() - t)")
     first = float(subprocess.run([sys.executable, "-c", code, url, ref or ""], env=env, check=True,

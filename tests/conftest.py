@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.cli import main
+from rocbuild.cli.app import main
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent

@@ -1,3 +1,3 @@
-from rocbuild.cli import main
+from rocbuild.cli.app import main
 
 raise SystemExit(main())

@@ -183,11 +183,11 @@ def test_ccache_catches_hipcc_called_by_name(cli, tmp_path):
 
 def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     """mamba-ssm built against torch 2.4 must not be reused for torch 2.5 in the same venv."""
-    from rocbuild.build.requirements import probe_torch
-    from rocbuild.cli import build_parser
-    from rocbuild.commands import make_build_plan
-    from rocbuild.identity import build_identity, toolchain_of
-    from rocbuild.proc import Runner
+    from rocbuild.cli.app import build_parser
+    from rocbuild.cli.commands import make_build_plan
+    from rocbuild.engine.identity import build_identity, toolchain_of
+    from rocbuild.engine.requirements import probe_torch
+    from rocbuild.process.runner import Runner
     from tests.pyenv_trees import TORCHES, make_venv
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))

@@ -11,9 +11,9 @@ import zipfile
 
 import pytest
 
-from rocbuild.build.publish import MANIFEST
 from rocbuild.detect.rocm import find_rocm
-from rocbuild.wheels import PROVENANCE
+from rocbuild.engine.publish import MANIFEST
+from rocbuild.verify.provenance import PROVENANCE
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.hipcc, pytest.mark.slow]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.build.sdist import unpack_sdist
 from rocbuild.errors import StepFailed
-from rocbuild.source import SdistSource
+from rocbuild.source.sdist import unpack_sdist
+from rocbuild.source.spec import SdistSource
 
 REQUIREMENT = "tomli_w==1.2.0"
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.build.publish import MANIFEST, publish
-from rocbuild.wheels import PROVENANCE, relabel, rewrite_wheel
+from rocbuild.engine.publish import MANIFEST, publish
+from rocbuild.engine.relabel import relabel, rewrite_wheel
+from rocbuild.verify.provenance import PROVENANCE
 
 
 def make_wheel(folder: Path, version: str = "1.2.0") -> Path:

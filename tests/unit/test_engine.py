@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.assemble import BuildRequest, assemble
-from rocbuild.build.engine import BuildResult, Engine
-from rocbuild.buildcache import BuildCache
+from rocbuild.engine.cache import BuildCache
+from rocbuild.engine.engine import BuildResult, Engine
+from rocbuild.engine.identity import Toolchain
 from rocbuild.errors import StepFailed
-from rocbuild.identity import Toolchain
-from rocbuild.plan import Plan
-from rocbuild.proc import RunResult
+from rocbuild.plan.assemble import BuildRequest, assemble
+from rocbuild.plan.model import Plan
+from rocbuild.process.runner import RunResult
 from rocbuild.progress import Progress
 
 RECIPE = """\

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rocbuild.cli import build_parser
-from rocbuild.commands import make_build_plan
+from rocbuild.cli.app import build_parser
+from rocbuild.cli.commands import make_build_plan
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.torch import TorchInfo
-from rocbuild.identity import BuildIdentity, build_identity, host_build_env, toolchain_of
-from rocbuild.plan import Plan
+from rocbuild.engine.identity import BuildIdentity, build_identity, host_build_env, toolchain_of
+from rocbuild.plan.model import Plan
 from tests.conftest import make_rocm_tree
 
 

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from rocbuild.build.patch import apply_link, apply_replace
+from rocbuild.engine.patch import apply_link, apply_replace
 from rocbuild.errors import StepFailed
-from rocbuild.plan import LinkPatch, ReplacePatch
+from rocbuild.plan.model import LinkPatch, ReplacePatch
 
 HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n#endif\n"
 

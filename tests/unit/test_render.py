@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rocbuild.errors import RecipeError
+from rocbuild.plan.render import Renderer
 from rocbuild.recipe.model import Position
-from rocbuild.render import Renderer
-from rocbuild.templating import CONTEXT_NAMES
+from rocbuild.recipe.templating import CONTEXT_NAMES
 
 POS = Position("r.yaml", 7, 3, "steps[0].run[1]")
 

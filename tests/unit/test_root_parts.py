@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.buildenv import (
-        build_system_requires,
-    distribution_of,
-    is_current,
-    make_build_env,
-    project_requires,
-    record,
-    to_install,
-)
+from rocbuild.cli.root import shares_of, without_root_flag
+from rocbuild.engine.buildenv import build_system_requires, is_current, project_requires, record, to_install
 from rocbuild.errors import StepFailed, UsageError
-from rocbuild.roots.commands import shares_of, without_root_flag
+from rocbuild.plan.buildenv import distribution_of, make_build_env
 from rocbuild.roots.enter import Share, bwrap_prefix, check_share
 from rocbuild.roots.packages import listed_packages, map_requirements
 from rocbuild.roots.store import Root, all_roots, check_name, find_root, installed_packages
@@ -150,8 +143,8 @@ def test_a_folder_not_made_yet_is_reached_through_its_parent(tmp_path):
 
 
 def test_an_import_check_is_skipped_only_for_a_missing_dependency():
-    from rocbuild.build.checks import missing_dependency
-    from rocbuild.plan import CommandCheck, ImportCheck
+    from rocbuild.plan.model import CommandCheck, ImportCheck
+    from rocbuild.verify.plan_checks import missing_dependency
 
     check = ImportCheck("import", "recipe:1", ("python", "-c", "..."), {}, "bitsandbytes")
     torch_missing = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'torch'\n"

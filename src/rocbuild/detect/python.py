@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.errors import UsageError
-from rocbuild.proc import query_process
+from rocbuild.process.runner import query_process
 
 GIB = 1 << 30
 # HIP device compilation of real extensions peaks around 2 GiB per compiler process.

@@ -8,7 +8,7 @@ import shutil
 
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.paths import cache_root
-from rocbuild.proc import query
+from rocbuild.process.runner import query
 
 __all__ = ["query", "remembered_query"]
 

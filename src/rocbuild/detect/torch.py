@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocbuild.detect.rocm import RocmVersion
-from rocbuild.proc import query_process
+from rocbuild.process.runner import query_process
 
 # Run by the target python (stdlib only); prints one JSON object.
 PROBE = r"""

@@ -19,10 +19,10 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from rocbuild import templating
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
+from rocbuild.recipe import templating
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import (
     RECIPE_SUFFIXES,
@@ -50,7 +50,7 @@ from rocbuild.recipe.model import (
     VerifyKind,
 )
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
-from rocbuild.source import (
+from rocbuild.source.spec import (
     FULL_SHA_RE,
     GIT_URLS_ACCEPTED,
     SDIST_ACCEPTED,

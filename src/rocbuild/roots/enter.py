@@ -42,7 +42,7 @@ PASSED_ENV = ("TERM", "NO_COLOR", "COLUMNS", "SOURCE_DATE_EPOCH", "HIP_VISIBLE_D
 LOADERS = {"x86_64": "/lib64/ld-linux-x86-64.so.2", "aarch64": "/lib/ld-linux-aarch64.so.1"}
 IN_ROOT = "ROCBUILD_ROOT"  # set inside: the root's description, as JSON
 BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
-        "from rocbuild.cli import main; sys.exit(main())")
+        "from rocbuild.cli.app import main; sys.exit(main())")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from rocbuild.verify import archive
 from rocbuild.verify.archive import AR_MAGIC
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, BundleError, TargetId, covers, deep_check, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, RUNTIME_LIB, ElfInfo, inspect_elf
-from rocbuild.wheels import read_provenance
+from rocbuild.verify.provenance import read_provenance
 
 
 @dataclass

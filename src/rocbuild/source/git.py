@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import file_sha256
-from rocbuild.source import GitSource
+from rocbuild.source.spec import GitSource
 
 if TYPE_CHECKING:  # GitPython costs ~40 ms to import; a build from a folder never needs it
     import git

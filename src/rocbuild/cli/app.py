@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from rocbuild import __version__
 from rocbuild.errors import RocbuildError, UsageError
-from rocbuild.interrupts import Interrupted, raise_interrupted
+from rocbuild.process.interrupts import Interrupted, raise_interrupted
 
 COMMANDS = ("build", "plan", "prepare", "lock", "verify", "doctor", "detect", "recipes", "cache", "index", "repair", "ci",
             "root")
@@ -205,10 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              hint="on this machine itself, install what `rocbuild plan` lists with its package manager")
         if getattr(args, "root", None):
             if inside() is None:
-                from rocbuild.roots.commands import run_in_root
+                from rocbuild.cli.root import run_in_root
 
                 return run_in_root(args, args_list)
-        from rocbuild.commands import HANDLERS  # the handlers import everything; --help needs none of it
+        from rocbuild.cli.commands import HANDLERS  # the handlers import everything; --help needs none of it
 
         return HANDLERS[args.command](args)
     except RocbuildError as exc:

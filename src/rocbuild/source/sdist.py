@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import file_sha256, within
-from rocbuild.source import SdistSource
+from rocbuild.source.spec import SdistSource
 
 Log = Callable[[str], None]
 ARCHIVES = ("*.tar.gz", "*.tgz", "*.zip", "*.tar.bz2", "*.tar.xz")

@@ -11,7 +11,7 @@ from typing import Any
 
 from invoke.runners import Local
 
-from rocbuild.interrupts import Interrupted
+from rocbuild.process.interrupts import Interrupted
 
 # Seconds a process group gets between SIGTERM and SIGKILL after an interrupt.
 GRACE_SECONDS = 10.0

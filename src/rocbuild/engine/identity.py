@@ -24,9 +24,9 @@ from rocbuild import __version__
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.fsutil import json_sha256
-from rocbuild.plan import DiffPatch, Plan, patch_record
+from rocbuild.plan.model import DiffPatch, Plan, patch_record
 from rocbuild.roots.enter import inside
-from rocbuild.source import DirSource, GitSource, SdistSource
+from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
 SCHEMA = 2
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps

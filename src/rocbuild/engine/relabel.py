@@ -18,11 +18,10 @@ from typing import Any, BinaryIO
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from rocbuild.engine.runpath import is_elf_name, relative_runpath
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import CHUNK, write_atomically
-from rocbuild.runpath import is_elf_name, relative_runpath
-
-PROVENANCE = "rocbuild-provenance.json"
+from rocbuild.verify.provenance import PROVENANCE
 
 
 def relabel(version: str, label: str) -> str:
@@ -90,18 +89,6 @@ def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_ste
         record_name = f"{new_info}/RECORD"
         lines = [f"{n},{h},{s}" for n, h, s in records] + [f"{record_name},,"]
         _write_bytes(zout, record_name, ("\n".join(lines) + "\n").encode(), stamp)
-
-
-def read_provenance(wheel: Path) -> dict[str, Any] | None:
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            for name in zf.namelist():
-                if name.count("/") == 1 and name.endswith(f".dist-info/{PROVENANCE}"):
-                    data = json.loads(zf.read(name))
-                    return data if isinstance(data, dict) else None
-    except (zipfile.BadZipFile, OSError, ValueError):
-        return None
-    return None
 
 
 def _dist_info(zf: zipfile.ZipFile, src: Path) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
 from rocbuild.errors import StepFailed
-from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
-from rocbuild.proc import StepRunner
+from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.verify.install import install_wheels
 

@@ -9,10 +9,10 @@ from typing import Any
 import jinja2
 from jinja2.exceptions import SecurityError
 
-from rocbuild import templating
 from rocbuild.detect.rocm import Rocm, RocmVersion
 from rocbuild.detect.torch import PythonEnv, TorchInfo, probe_python
 from rocbuild.errors import RecipeError
+from rocbuild.recipe import templating
 from rocbuild.recipe.model import Position
 
 

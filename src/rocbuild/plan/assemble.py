@@ -6,18 +6,18 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild import catalog
 from rocbuild.detect.arch import detect_archs, require_archs
 from rocbuild.detect.gpu import gpu_access
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm, require_rocm
+from rocbuild.engine.identity import root_label
 from rocbuild.errors import UsageError
-from rocbuild.identity import root_label
 from rocbuild.labels import LOCAL_LABEL_RE
-from rocbuild.options import resolve_options
 from rocbuild.paths import WorkDirs, cache_root, short_hash
-from rocbuild.plan import Host, Plan, make_plan
-from rocbuild.source import DirSource, check_ref
+from rocbuild.plan.model import Host, Plan, make_plan
+from rocbuild.plan.options import resolve_options
+from rocbuild.recipe import catalog
+from rocbuild.source.spec import DirSource, check_ref
 
 
 @dataclass(frozen=True)

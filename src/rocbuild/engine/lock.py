@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rocbuild.engine.identity import diff_records, pinned, recipe_record
 from rocbuild.errors import UsageError
 from rocbuild.fsutil import write_text_atomically
-from rocbuild.identity import diff_records, pinned, recipe_record
-from rocbuild.plan import Plan
-from rocbuild.source import GitSource, SdistSource
+from rocbuild.plan.model import Plan
+from rocbuild.source.spec import GitSource, SdistSource
 
 LOCK_SCHEMA = 1
 

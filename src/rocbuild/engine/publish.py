@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocbuild import __version__
+from rocbuild.engine.identity import BuildIdentity
+from rocbuild.engine.relabel import rewrite_wheel
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import PART_SUFFIX, copier, file_sha256, stage
-from rocbuild.identity import BuildIdentity
-from rocbuild.plan import Plan
-from rocbuild.wheels import rewrite_wheel
+from rocbuild.plan.model import Plan
 
 if TYPE_CHECKING:
     from rocbuild.verify.check import Verdict

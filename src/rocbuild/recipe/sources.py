@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rocbuild.build.fetch import Log, checkout_git, resolve_git
 from rocbuild.errors import UsageError
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.paths import cache_root, config_root, mirror_path
-from rocbuild.source import GIT_URLS_ACCEPTED, GitSource, check_ref, git_url_problem
+from rocbuild.source.git import Log, checkout_git, resolve_git
+from rocbuild.source.spec import GIT_URLS_ACCEPTED, GitSource, check_ref, git_url_problem
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)

@@ -89,7 +89,7 @@ class Runner:
         """Run one command with env = os.environ + env; append its output to `log`."""
         from invoke.context import Context  # ~30 ms to import; probes and cached builds never need it
 
-        from rocbuild.procgroup import GroupRunner
+        from rocbuild.process.groups import GroupRunner
 
         full_env = dict(os.environ)
         full_env.update(env or {})

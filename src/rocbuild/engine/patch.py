@@ -11,8 +11,8 @@ from typing import assert_never
 
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import within
-from rocbuild.plan import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch
-from rocbuild.proc import StepRunner
+from rocbuild.plan.model import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch
+from rocbuild.process.runner import StepRunner
 
 
 def inside(root: Path, relative: str, what: str) -> Path:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
-from rocbuild.buildenv import distribution_of
 from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, RocbuildError
-from rocbuild.plan import Plan
-from rocbuild.proc import StepRunner, query_process
-from rocbuild.roots.commands import apt_commands
+from rocbuild.plan.buildenv import distribution_of
+from rocbuild.plan.model import Plan
+from rocbuild.process.runner import StepRunner, query_process
+from rocbuild.roots.apt import apt_commands
 from rocbuild.roots.enter import inside
 from rocbuild.roots.packages import Mapping, listed_packages, map_requirements
 

@@ -10,10 +10,10 @@ from typing import Any, assert_never
 from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
-from rocbuild.plan import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
-from rocbuild.proc import SHELL
+from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.process.runner import SHELL
 from rocbuild.roots.enter import inside as in_root
-from rocbuild.source import DirSource, GitSource, SdistSource
+from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
 Out = Callable[[str], None]
 
@@ -94,8 +94,8 @@ def _requirements(plan: Plan, out: Out) -> None:
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")
     root = in_root()
     if root is not None and (req.tools or req.cmake_packages):
-        from rocbuild.build.requirements import root_packages
-        from rocbuild.roots.commands import apt_commands
+        from rocbuild.engine.requirements import root_packages
+        from rocbuild.roots.apt import apt_commands
         from rocbuild.roots.packages import map_requirements
 
         mapping = map_requirements(req.tools, req.cmake_packages, root_packages(root))

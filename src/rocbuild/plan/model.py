@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, assert_never
 
-from rocbuild.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, BuildEnv, make_build_env
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.python import PythonInfo
@@ -26,11 +25,12 @@ from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
+from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, BuildEnv, make_build_env
+from rocbuild.plan.render import PythonView, Renderer, RocmView, TorchView
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
 from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, Refusal, StepKind, VerifyKind
-from rocbuild.render import PythonView, Renderer, RocmView, TorchView
 from rocbuild.roots.enter import inside as in_root
-from rocbuild.source import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
+from rocbuild.source.spec import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
 
 PYTHON_ALIASES = ("python", "python3")
 # A verify `import:` entry: import one module by name, from the scratch install.

@@ -19,12 +19,13 @@ from typing import Any
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from rocbuild import __version__, catalog
+from rocbuild import __version__
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.rocm import RocmVersion
 from rocbuild.detect.torch import rocm_torch_index
 from rocbuild.doctor.facts import supported_archs
 from rocbuild.errors import UsageError
+from rocbuild.recipe import catalog
 
 ROCM_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 PYTHON_RE = re.compile(r"^3\.\d{1,2}$")

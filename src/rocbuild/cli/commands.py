@@ -11,21 +11,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rocbuild import catalog, show
-from rocbuild.assemble import BuildRequest, assemble
-from rocbuild.build.engine import Engine, check_until
-from rocbuild.build.workspace import claim
-from rocbuild.buildcache import BuildCache
+from rocbuild.cli import show
+from rocbuild.cli.root import cmd_root
 from rocbuild.detect.arch import detect_archs, parse_arch_list
 from rocbuild.detect.python import default_jobs, find_python
 from rocbuild.detect.rocm import find_rocm
+from rocbuild.engine.cache import BuildCache
+from rocbuild.engine.engine import Engine, check_until
+from rocbuild.engine.lock import check_locked_recipe, lock_path, make_lock, read_lock, write_lock
+from rocbuild.engine.workspace import claim
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.lock import check_locked_recipe, lock_path, make_lock, read_lock, write_lock
 from rocbuild.paths import cache_root
-from rocbuild.plan import Plan
-from rocbuild.proc import Runner
+from rocbuild.plan.assemble import BuildRequest, assemble
+from rocbuild.plan.model import Plan
+from rocbuild.process.runner import Runner
 from rocbuild.progress import Progress
-from rocbuild.roots.commands import cmd_root
+from rocbuild.recipe import catalog
 from rocbuild.roots.enter import inside as in_root
 
 
@@ -153,7 +154,7 @@ def _folder_size(folder: Path) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from rocbuild.index import build_index, build_rocm_indexes
+    from rocbuild.wheelhouse.index import build_index, build_rocm_indexes
 
     if args.by_rocm:
         if args.output:
@@ -178,7 +179,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from rocbuild.repair import repair
+    from rocbuild.wheelhouse.repair import repair
 
     done = []
     for name in args.wheels:
@@ -198,7 +199,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from rocbuild import ci
+    from rocbuild.ci import workflow as ci
 
     recipes = ci.split_list(args.recipes, "--recipes", None, (), "recipe names, comma-separated")
     rocms = ci.split_list(args.rocm, "--rocm", ci.ROCM_RE, ci.DEFAULT_ROCM, "ROCm releases such as 6.4,7.2")
@@ -348,7 +349,7 @@ def cmd_recipes(args: argparse.Namespace) -> int:
 
 
 def _recipe_sources(args: argparse.Namespace) -> int:
-    from rocbuild import registry as sources
+    from rocbuild.recipe import sources
 
     say = Progress().say
     if args.action == "new":
@@ -395,7 +396,7 @@ def _recipe_sources(args: argparse.Namespace) -> int:
 
 
 def _recipe_status(args: argparse.Namespace) -> int:
-    from rocbuild import status
+    from rocbuild.recipe import status
 
     records = status.read_results(Path(args.results) if args.results else status.shipped_results())
     names = list(args.names) or [found.name for found in catalog.all_recipes(args.recipes)]

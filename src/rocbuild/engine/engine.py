@@ -26,25 +26,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, assert_never
 
-from rocbuild import buildenv
-from rocbuild.build.checks import Checker, tail
-from rocbuild.build.fetch import checkout_git, copy_tree, resolve_git, tree_fingerprint
-from rocbuild.build.patch import apply_patch
-from rocbuild.build.publish import finalize, publish
-from rocbuild.build.requirements import check_requirements, probe_torch
-from rocbuild.build.sdist import resolve_sdist, unpack_sdist
-from rocbuild.build.workspace import Workspace, chain_of, fingerprint
-from rocbuild.buildcache import BuildCache, Entry
-from rocbuild.buildenv import BuildEnv
 from rocbuild.detect.rocm import Rocm, probe_tool
+from rocbuild.engine import buildenv
+from rocbuild.engine.cache import BuildCache, Entry
+from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
+from rocbuild.engine.lock import check_locked_source
+from rocbuild.engine.patch import apply_patch
+from rocbuild.engine.publish import finalize, publish
+from rocbuild.engine.requirements import check_requirements, probe_torch
+from rocbuild.engine.workspace import Workspace, chain_of, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
-from rocbuild.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
-from rocbuild.lock import check_locked_source
-from rocbuild.plan import Plan, Step
-from rocbuild.proc import StepRunner
+from rocbuild.plan.buildenv import BuildEnv
+from rocbuild.plan.model import Plan, Step
+from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
-from rocbuild.source import DirSource, GitSource, SdistSource
+from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
+from rocbuild.source.sdist import resolve_sdist, unpack_sdist
+from rocbuild.source.spec import DirSource, GitSource, SdistSource
+from rocbuild.verify.plan_checks import Checker, tail
 
 PREPARE_STAMP = "prepare"
 

@@ -1,0 +1,103 @@
+"""Making the build environment the plan describes (plan/buildenv.py): the venv, its layer over the
+target python's site folders, and what it installs; reused while the list of what it holds is unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from rocbuild.errors import StepFailed
+from rocbuild.plan.buildenv import FROM_TARGET_ONLY, LAYER_FILE, LEGACY_BUILD_REQUIRES, STATE_FILE, BuildEnv, distribution_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def layer(env: BuildEnv, site_answer: str) -> list[str]:
+    """Write the .pth that puts the target's site folders (SITE_FOLDERS' answer) after the venv's own;
+    `site.addsitedir` also runs the .pth files in them (editable installs, say). Returns the folders."""
+    folders: Any = None
+    for line in reversed(site_answer.splitlines()):  # stdout's line, wherever stderr put its own
+        try:
+            folders = json.loads(line)
+            break
+        except ValueError:
+            continue
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise StepFailed(f"build-env: cannot read the site folders of {env.target} (it answered "
+                         f"{site_answer.strip()[:200]!r})")
+    env.site.mkdir(parents=True, exist_ok=True)
+    lines = [f"import site; site.addsitedir({f!r})" for f in folders]
+    (env.site / LAYER_FILE).write_text("\n".join(lines) + "\n")
+    return folders
+
+
+def _from_target(requirement: str) -> bool:
+    try:
+        name = Requirement(requirement).name
+    except InvalidRequirement:
+        return False
+    return canonicalize_name(name) in FROM_TARGET_ONLY
+
+
+def build_system_requires(project: Path) -> list[str]:
+    """The project's [build-system] requires (PEP 518), or pip's assumption when it has none."""
+    pyproject = project / "pyproject.toml"
+    if not pyproject.is_file():
+        return list(LEGACY_BUILD_REQUIRES)
+    try:
+        data = tomllib.loads(pyproject.read_text(errors="replace"))
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise StepFailed(f"{pyproject}: cannot read it ({exc})") from None
+    table = data.get("build-system")
+    if not isinstance(table, dict) or "requires" not in table:
+        return list(LEGACY_BUILD_REQUIRES)
+    requires = table["requires"]
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise StepFailed(f"{pyproject}: build-system.requires is not a list of strings")
+    for item in requires:
+        try:
+            Requirement(item)
+        except InvalidRequirement as exc:
+            raise StepFailed(f"{pyproject}: build-system.requires {item!r} is not a requirement ({exc})") from None
+    return list(requires)
+
+
+def project_requires(projects: Iterable[Path]) -> list[str]:
+    """Every project's build-system.requires, torch left out."""
+    out: list[str] = []
+    for project in projects:
+        out += [r for r in build_system_requires(project) if not _from_target(r)]
+    return list(dict.fromkeys(out))
+
+
+def to_install(missing_modules: Iterable[str], requires: Sequence[str]) -> list[str]:
+    """What pip installs: the distributions of the modules the layered venv lacks, then the projects'
+    build-system.requires (pip leaves those the target already satisfies)."""
+    return list(dict.fromkeys([distribution_of(m) for m in missing_modules] + list(requires)))
+
+
+def is_current(env: BuildEnv, requirements: Sequence[str]) -> bool:
+    try:
+        state = json.loads((Path(env.folder) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(state, dict) and state.get("requirements") == list(requirements)
+            and state.get("target") == env.target and Path(env.python).exists())
+
+
+def record(env: BuildEnv, requirements: Sequence[str]) -> None:
+    (Path(env.folder) / STATE_FILE).write_text(json.dumps({"target": env.target, "requirements": list(requirements)}))
+
+
+def discard(env: BuildEnv) -> None:
+    shutil.rmtree(env.folder, ignore_errors=True)
