@@ -184,7 +184,8 @@ def test_ccache_catches_hipcc_called_by_name(cli, tmp_path):
 def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     """mamba-ssm built against torch 2.4 must not be reused for torch 2.5 in the same venv."""
     from rocbuild.cli.app import build_parser
-    from rocbuild.cli.commands import make_build_plan
+    from rocbuild.cli.build import make_build_plan
+    from rocbuild.cli.common import Invocation
     from rocbuild.engine.identity import build_identity, toolchain_of
     from rocbuild.engine.requirements import probe_torch
     from rocbuild.process.runner import Runner
@@ -196,7 +197,7 @@ def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     def key() -> str:
         args = build_parser().parse_args(["build", "mamba-ssm", "--arch", "gfx90a", "--rocm", str(rocm61),
                                           "--python", str(python), "--work", str(tmp_path / "w")])
-        plan = make_build_plan(args)
+        plan = make_build_plan(args, Invocation(dict(os.environ), None, ()))
         env = probe_torch(plan, Runner(), tmp_path / "probe.log")  # the engine's own probe, really run
         toolchain = toolchain_of(plan.host.rocm, lambda argv: None)
         return build_identity(plan, "0" * 40, toolchain, env.torch if env else None, {}).key()

@@ -21,7 +21,7 @@ HIP = "#include <hip/hip_runtime.h>\n__global__ void k(float *x) { x[threadIdx.x
 
 
 def clang() -> str:
-    rocm = find_rocm(None)
+    rocm = find_rocm(None, dict(os.environ))
     assert rocm is not None and rocm.hip_compiler is not None
     return str(rocm.hip_compiler)
 

@@ -22,7 +22,7 @@ ARCHS = "gfx90a,gfx1030"
 
 @pytest.fixture(scope="module")
 def label() -> str:
-    rocm = find_rocm(None)
+    rocm = find_rocm(None, dict(os.environ))
     assert rocm is not None and rocm.version is not None
     return f"rocm{rocm.version.major}.{rocm.version.minor}"
 

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from rocbuild.cli.build import plan_for as plan_of_request
 from rocbuild.engine.cache import BuildCache
 from rocbuild.engine.engine import BuildResult, Engine
 from rocbuild.engine.identity import Toolchain
 from rocbuild.errors import StepFailed
-from rocbuild.plan.assemble import BuildRequest, assemble
 from rocbuild.plan.model import Plan
+from rocbuild.plan.request import BuildRequest
 from rocbuild.process.runner import RunResult
 from rocbuild.progress import Progress
 
@@ -96,7 +97,7 @@ def recipe(tmp_path) -> Path:
 
 def plan_for(tmp_path: Path, recipe: Path, rocm: Path, work: str = "w") -> Plan:
     # The recorded runner runs nothing, so there is no build environment to make (tests of it run it for real).
-    return assemble(BuildRequest(str(recipe), arch="gfx90a", rocm=str(rocm), out=str(tmp_path / "wheelhouse"),
+    return plan_of_request(BuildRequest(str(recipe), arch="gfx90a", rocm=str(rocm), out=str(tmp_path / "wheelhouse"),
                                  work=str(tmp_path / work), jobs=1, environ={"ROCBUILD_CCACHE": "0"},
                                  build_env=False))
 

@@ -4,10 +4,12 @@ must not. Pure: plans are made for faithful fake ROCm trees and no process start
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from rocbuild.cli.app import build_parser
-from rocbuild.cli.commands import make_build_plan
+from rocbuild.cli.build import make_build_plan
+from rocbuild.cli.common import Invocation
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.engine.identity import BuildIdentity, build_identity, host_build_env, toolchain_of
@@ -17,7 +19,7 @@ from tests.conftest import make_rocm_tree
 
 def plan_of(rocm: Path, *extra: str, recipe: str = "horovod") -> Plan:
     args = build_parser().parse_args(["plan", recipe, "--rocm", str(rocm), "--arch", "gfx90a", *extra])
-    return make_build_plan(args)
+    return make_build_plan(args, Invocation(dict(os.environ), None, ()))
 
 
 def identity_of(plan: Plan, *, env: dict[str, str] | None = None, source: str = "0" * 40,

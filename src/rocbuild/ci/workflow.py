@@ -26,6 +26,7 @@ from rocbuild.detect.torch import rocm_torch_index
 from rocbuild.doctor.facts import supported_archs
 from rocbuild.errors import UsageError
 from rocbuild.recipe import catalog
+from rocbuild.recipe.catalog import NO_DIRS, RecipeDirs
 
 ROCM_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
@@ -164,7 +165,7 @@ def runner_path(found: catalog.Found, repo: Path) -> str:
 
 
 def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tuple[str, ...],
-                 arch: str | None, split_arch: bool, extra_dirs: list[str] | None = None,
+                 arch: str | None, split_arch: bool, recipe_dirs: RecipeDirs = NO_DIRS,
                  container: str | None = None, repo: Path | None = None) -> Matrix:
     """Every buildable (recipe, ROCm, python, arch set); a recipe's `requires.rocm` drops releases.
     `repo`: the repository the workflow will run in (recipes outside it are refused)."""
@@ -172,8 +173,8 @@ def build_matrix(recipes: tuple[str, ...], rocms: tuple[str, ...], pythons: tupl
     given_archs = parse_arch_list(arch) if arch else None
     top = (repo or Path.cwd()).resolve()
     for name in recipes:
-        found = catalog.resolve(name, extra_dirs)
-        recipe = catalog.load(found.path, extra_dirs)
+        found = catalog.resolve(name, recipe_dirs)
+        recipe = catalog.load(found.path, recipe_dirs)
         if recipe.output != "wheel":
             raise UsageError(f"recipe {name!r} makes a source tree, not a wheel: nothing for CI to publish",
                              hint="leave it out of --recipes")

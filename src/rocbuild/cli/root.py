@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rocbuild.cli.common import Invocation, Subparsers, action, actions
 from rocbuild.errors import UsageError
 from rocbuild.paths import cache_root, config_root
 from rocbuild.progress import Progress
@@ -15,50 +16,82 @@ from rocbuild.roots import enter
 from rocbuild.roots.apt import install_packages, run_in
 from rocbuild.roots.store import all_roots, check_name, find_root, remove_root
 
+COMMAND = "root"
 ROOT_FLAGS = ("--root",)
 
 
-def cmd_root(args: argparse.Namespace) -> int:
-    action = args.action
-    names: list[str] = list(args.names)
-    if action == "list":
-        roots = all_roots()
-        if args.json:
-            print(json.dumps([r.to_json() for r in roots], indent=2))
-        elif not roots:
-            print("no build roots; make one with `rocbuild root create NAME --rocm 7.2`")
-        for root in roots if not args.json else []:
-            row = root.to_json()
-            versions = row["versions"]
-            print(f"{root.name:<14} ROCm {row['rocm'] or '?':<8} Debian {row['suite'] or '?':<13} "
-                  f"hipcc {versions.get('hipcc', '?'):<20} python3 {versions.get('python3', '?'):<12} {root.tree}")
-        return 0
-    if action == "suites":
-        return _suites(args)
-    if not names:
-        raise UsageError(f"usage: rocbuild root {action} NAME" + (" --rocm X.Y" if action == "create" else "")
-                         + (" PACKAGE..." if action == "install" else ""))
-    if action == "create":
-        return _create(args, names)
-    if action == "path":
-        print(find_root(names[0]).tree)
-        return 0
-    if action == "remove":
-        print(f"removed {remove_root(names[0])}")
-        return 0
-    if action == "run":
-        if len(names) < 2:
-            raise UsageError("usage: rocbuild root run NAME -- COMMAND [ARG...]")
-        return run_in(find_root(names[0]), names[1:])
-    if action == "install":
-        root = find_root(names[0])
-        if len(names) < 2:
-            raise UsageError(f"usage: rocbuild root install {names[0]} PACKAGE...")
-        return install_packages(root, names[1:], Progress())
-    raise UsageError(f"root {action}: unknown action")
+def register(sub: Subparsers) -> None:
+    acts = actions(sub, COMMAND, "build roots: Debian userlands holding a real ROCm release, made from "
+                                 "Debian's packages (create, list, path, remove, install, run, suites)")
+    p = action(acts, COMMAND, "create", cmd_create, "make a root holding a ROCm release from Debian's archive")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--rocm", metavar="X.Y", help="the ROCm release the root holds")
+    p.add_argument("--suite", help="the Debian suite (default: the one that carries --rocm now)")
+    _mirror(p)
+    p.add_argument("--with", dest="with_packages", action="append", default=[], metavar="PACKAGE",
+                   help="another Debian package to install (repeatable)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "list", cmd_list, "the roots made, with their ROCm, suite and tools")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "path", cmd_path, "print a root's folder")
+    p.add_argument("name", metavar="NAME")
+    p = action(acts, COMMAND, "remove", cmd_remove, "delete a root")
+    p.add_argument("name", metavar="NAME")
+    p = action(acts, COMMAND, "install", cmd_install, "apt-get install Debian packages into a root")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("packages", nargs="*", metavar="PACKAGE")
+    p = action(acts, COMMAND, "run", cmd_run, "NAME -- COMMAND...: run a command in a root, in the current folder "
+                                               "(shared)")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("command", nargs="*", metavar="COMMAND")
+    p = action(acts, COMMAND, "suites", cmd_suites, "which Debian suite carries which ROCm release now")
+    _mirror(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _suites(args: argparse.Namespace) -> int:
+def _mirror(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mirror", metavar="URL", help="Debian mirror (default: this machine's apt configuration)")
+
+
+def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
+    roots = all_roots()
+    if args.json:
+        print(json.dumps([r.to_json() for r in roots], indent=2))
+        return 0
+    if not roots:
+        print("no build roots; make one with `rocbuild root create NAME --rocm 7.2`")
+    for root in roots:
+        row = root.to_json()
+        versions = row["versions"]
+        print(f"{root.name:<14} ROCm {row['rocm'] or '?':<8} Debian {row['suite'] or '?':<13} "
+              f"hipcc {versions.get('hipcc', '?'):<20} python3 {versions.get('python3', '?'):<12} {root.tree}")
+    return 0
+
+
+def cmd_path(args: argparse.Namespace, inv: Invocation) -> int:
+    print(find_root(args.name).tree)
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace, inv: Invocation) -> int:
+    print(f"removed {remove_root(args.name)}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, inv: Invocation) -> int:
+    if not args.command:
+        raise UsageError("usage: rocbuild root run NAME -- COMMAND [ARG...]")
+    return run_in(find_root(args.name), args.command, inv.environ)
+
+
+def cmd_install(args: argparse.Namespace, inv: Invocation) -> int:
+    root = find_root(args.name)
+    if not args.packages:
+        raise UsageError(f"usage: rocbuild root install {args.name} PACKAGE...")
+    return install_packages(root, args.packages, Progress(), inv.environ)
+
+
+def cmd_suites(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.roots.archive import Archive, resolve_mirror
 
     archive = Archive(resolve_mirror(args.mirror))
@@ -73,18 +106,16 @@ def _suites(args: argparse.Namespace) -> int:
     return 0
 
 
-def _create(args: argparse.Namespace, names: list[str]) -> int:
+def cmd_create(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.roots.archive import Archive, resolve_mirror
     from rocbuild.roots.create import create_root, describe_installed
 
-    if len(names) != 1:
-        raise UsageError("usage: rocbuild root create NAME --rocm X.Y")
     if not args.rocm:
         raise UsageError("root create: which ROCm? give --rocm X.Y (see `rocbuild root suites`)")
-    check_name(names[0])
+    check_name(args.name)
     mirror = resolve_mirror(args.mirror)
     suite = Archive(mirror).choose(args.rocm, args.suite)
-    root = create_root(names[0], suite, mirror, args.rocm, Progress(), tuple(args.with_packages))
+    root = create_root(args.name, suite, mirror, args.rocm, Progress(), tuple(args.with_packages))
     if args.json:
         print(json.dumps(root.to_json(), indent=2))
     else:
@@ -144,6 +175,7 @@ def with_root_python(args: argparse.Namespace, argv: list[str]) -> list[str]:
     return argv
 
 
-def run_in_root(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def run_in_root(args: argparse.Namespace, inv: Invocation) -> int:
+    """`--root NAME`: the same command, run again inside the root."""
     root = find_root(args.root)
-    return enter.run_inside(root, with_root_python(args, without_root_flag(argv)), shares_of(args))
+    return enter.run_inside(root, with_root_python(args, without_root_flag(inv.argv)), shares_of(args), inv.environ)

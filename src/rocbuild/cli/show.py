@@ -12,7 +12,6 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import SHELL
-from rocbuild.roots.enter import inside as in_root
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
 Out = Callable[[str], None]
@@ -24,11 +23,11 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     out(f"  archs:  {', '.join(h.archs)}")
     out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
     out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
-    root = in_root()
+    root = h.root
     if root is not None:
-        out(f"  root:   {root.get('name')} (Debian {root.get('suite') or '?'}, {root.get('tree')}, id {root.get('id')}): "
+        out(f"  root:   {root.name} (Debian {root.suite or '?'}, {root.tree}, id {root.id}): "
             "every argv below, every probe and check runs inside it, entered as")
-        out(f"    {shlex.join(list(root.get('enter') or []))} ARGV")
+        out(f"    {shlex.join(root.enter)} ARGV")
         out("    (plus --setenv for each variable; wheels built here need this root's glibc and libstdc++: "
             "no manylinux tag is claimed)")
     if h.override:
@@ -92,7 +91,7 @@ def _requirements(plan: Plan, out: Out) -> None:
     if req.python_check_argv:
         out(f"  python modules: {', '.join(req.python_modules)}")
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")
-    root = in_root()
+    root = plan.host.root
     if root is not None and (req.tools or req.cmake_packages):
         from rocbuild.engine.requirements import root_packages
         from rocbuild.roots.apt import apt_commands
@@ -102,9 +101,8 @@ def _requirements(plan: Plan, out: Out) -> None:
         for label, package in mapping.packages.items():
             out(f"  {label}: Debian package {package}")
         for label in mapping.unknown:
-            out(f"  {label}: no Debian package of {root.get('suite') or 'this root'} is known to provide it")
-        target = root.get("apt_target")
-        update, install = apt_commands(["<the missing ones>"], target if isinstance(target, str) else None)
+            out(f"  {label}: no Debian package of {root.suite or 'this root'} is known to provide it")
+        update, install = apt_commands(["<the missing ones>"], root.apt_target)
         out(f"  with --install-missing, the missing ones are installed into the root first: "
             f"argv: {json.dumps(update)}, then {json.dumps(install)}")
     env = plan.build_env

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -245,7 +244,7 @@ def detect_archs(
     When --rocminfo or --sysfs is given only those sources are read, so a
     result can be reproduced from files.
     """
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(environ or {})  # the command line passes the environment it was started with
     notes: list[str] = []
     override = None
     override_value = environ.get("HSA_OVERRIDE_GFX_VERSION")

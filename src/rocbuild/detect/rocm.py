@@ -176,7 +176,7 @@ def find_rocm(option: str | None = None, environ: dict[str, str] | None = None, 
               python: str | None = None) -> Rocm | None:
     """`python`: the target python; a ROCm installed into its environment by AMD's Python packages
     (`rocm-sdk`) is found before the system's."""
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(environ or {})  # the command line passes the environment it was started with
     for prefix, how, explicit in _candidates(option, environ, python):
         if _looks_like_rocm(prefix):
             return inspect_prefix(prefix, how, environ)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ class Inputs:
     rocminfo: Path | None = None
     rocm: str | None = None
     python: str | None = None
-    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    environ: dict[str, str] = field(default_factory=dict)  # the environment rocbuild was started with
     identity: Identity = field(default_factory=Identity.current)
 
 

@@ -4,6 +4,7 @@ target python's site folders, and what it installs; reused while the list of wha
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
@@ -13,8 +14,13 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, LAYER_FILE, LEGACY_BUILD_REQUIRES, STATE_FILE, BuildEnv, distribution_of
+from rocbuild.plan.model import Plan
+from rocbuild.process.runner import StepRunner
+from rocbuild.progress import Progress
+from rocbuild.verify.plan_checks import tail
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -101,3 +107,49 @@ def record(env: BuildEnv, requirements: Sequence[str]) -> None:
 
 def discard(env: BuildEnv) -> None:
     shutil.rmtree(env.folder, ignore_errors=True)
+
+
+class BuildEnvMaker:
+    """Makes the plan's build environment (or finds it current) once per run, before the first wheel step."""
+
+    def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, workspace: Workspace):
+        self.plan = plan
+        self.runner = runner
+        self.progress = progress
+        self.workspace = workspace
+        self._ready = False  # made or found current in this run
+
+    def ready(self, env: BuildEnv) -> None:
+        if self._ready:
+            return
+        requires = project_requires([Path(s.project) for s in self.plan.wheel_steps if s.project])
+        state = [*env.modules, *requires]  # reused while this list is unchanged
+        label = "build-env"
+        started = self.progress.start(label, " ".join(state) or "nothing to install")
+        if is_current(env, state):
+            self._ready = True
+            self.progress.done(label, started, "up to date")
+            return
+        log = self.workspace.log_path(0, "build-env")
+        discard(env)
+        self._command(env, env.create_argv, log)
+        layer(env, self._command(env, env.site_argv, log))
+        # The check exits 1 when something is missing: that is its answer, not a failure.
+        missing = self._command(env, env.check_argv, log, answers=(0, 1)).split() if env.modules else []
+        install = to_install(missing, requires)
+        if install:
+            self._command(env, env.install_argv(install), log)
+        record(env, state)
+        self._ready = True
+        self.progress.done(label, started, f"installed {' '.join(install)}" if install else "nothing missing")
+
+    def _command(self, env: BuildEnv, argv: tuple[str, ...], log: Path, answers: tuple[int, ...] = (0,)) -> str:
+        result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
+        if result.exit_code not in answers:
+            no_pip = "No module named pip" in result.output
+            why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
+                   "apt-get install python3-pip), or build with --no-build-env" if no_pip else
+                   f"{shlex.join(argv[:4])} ... exited with {result.exit_code}")
+            raise StepFailed(f"build-env: {why}", hint=tail(log) + f"\nfull log: {log}\n"
+                             "fix the cause and run the same command again: finished steps are kept")
+        return result.output

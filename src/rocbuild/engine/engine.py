@@ -18,7 +18,6 @@ work folder starts afresh, CMake caches included.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,17 +26,16 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from rocbuild.detect.rocm import Rocm, probe_tool
-from rocbuild.engine import buildenv
+from rocbuild.engine.buildenv import BuildEnvMaker
 from rocbuild.engine.cache import BuildCache, Entry
 from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
-from rocbuild.engine.lock import check_locked_source
+from rocbuild.engine.lock import Lock, make_lock, read_lock, write_lock
 from rocbuild.engine.patch import apply_patch
 from rocbuild.engine.publish import finalize, publish
 from rocbuild.engine.requirements import check_requirements, probe_torch
-from rocbuild.engine.workspace import Workspace, chain_of, fingerprint
+from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
-from rocbuild.plan.buildenv import BuildEnv
 from rocbuild.plan.model import Plan, Step
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
@@ -66,26 +64,26 @@ class BuildResult:
     stopped_after: str | None = None  # --until
 
 
-def probe_toolchain(rocm: Rocm) -> Toolchain:
-    return toolchain_of(rocm, lambda argv: probe_tool(argv, os.environ))
-
-
 class Engine:
     """Holds the collaborators of one build; every phase passes its results on as values."""
 
     def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, *, cache: BuildCache | None = None,
-                 locked: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None,
-                 toolchain: Callable[[Rocm], Toolchain] = probe_toolchain, install_missing: bool = False):
+                 environ: Mapping[str, str] | None = None,
+                 toolchain: Callable[[Rocm], Toolchain] | None = None, install_missing: bool = False):
         self.plan = plan
         self.runner = runner
         self.progress = progress
         self.workspace = Workspace(plan.work)
         self.cache = cache  # None: neither use nor fill the build cache
-        self.locked = locked  # a lock file's contents the build must match (build --locked)
-        self.environ = dict(os.environ if environ is None else environ)
-        self.toolchain = toolchain
+        self.locked: Lock | None = None  # the lock file the build must match (build --locked)
+        self.environ = dict(plan.host.environ if environ is None else environ)
+        self.toolchain = toolchain or self._probe_toolchain
         self.install_missing = install_missing  # inside a build root: apt-get install what the recipe lacks
-        self._env_ready = False  # the build environment was made or found current in this run
+        self.build_env = BuildEnvMaker(plan, runner, progress, self.workspace)
+
+    def _probe_toolchain(self, rocm: Rocm) -> Toolchain:
+        root = self.plan.host.root
+        return toolchain_of(rocm, lambda argv: probe_tool(argv, self.environ), root.label if root else None)
 
     # -- entry points -------------------------------------------------------
 
@@ -95,11 +93,23 @@ class Engine:
     def prepare(self, *, clean: bool = False) -> Path:
         return self.build(clean=clean, until="prepare", use_cache=False, check_host=False).tree
 
+    def lock(self) -> tuple[Path, Lock]:
+        """`rocbuild lock`: resolve the source (through the mirror) and write RECIPE.lock beside the recipe."""
+        plan = self.plan
+        claim(plan.work.root)
+        plan.work.logs.mkdir(parents=True, exist_ok=True)
+        lock = make_lock(plan, self.resolve_source(plan.work.logs / "00-lock.log").identity)
+        return write_lock(lock), lock
+
     def build(self, *, clean: bool = False, until: str | None = None, use_cache: bool = True,
-              check_host: bool = True) -> BuildResult:
-        """`check_host=False` (prepare) skips the build requirements: fetching and patching need none."""
+              check_host: bool = True, locked: bool = False) -> BuildResult:
+        """`check_host=False` (prepare) skips the build requirements: fetching and patching need none.
+        `locked`: hold the build to RECIPE.lock (the recipe part now, the source once resolved)."""
         plan = self.plan
         self.check_until(until)
+        if locked:
+            self.locked = read_lock(plan.recipe.path)
+            self.locked.check(plan)
         if until != "prepare":
             check_out_folder(plan.out)
         with self.workspace.locked(clean, self.progress.say) as lock_fd:
@@ -134,11 +144,8 @@ class Engine:
                 if step.name == until:
                     self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
                     return BuildResult((), plan.work.src, stopped_after=until)
-            wheels = self._collect()
-            labelled = self._label(identity, wheels)
-            verdict = Checker(plan, self.runner, self.progress, self.workspace.log_path(90, "verify")).run(
-                list(labelled))
-            placed = publish(plan.out, labelled, verdict, key, from_cache=False)
+            labelled = self._label(identity, self._collect())
+            placed = self._verify_and_publish(labelled, key, from_cache=False)
             if key is not None and self.cache is not None and labelled:
                 self._store(key, labelled, identity)
             return BuildResult(tuple(placed), plan.work.src, cache_key=key)
@@ -163,7 +170,7 @@ class Engine:
             case _:
                 assert_never(source)
         if self.locked is not None:
-            check_locked_source(self.locked, plan, resolved.identity)
+            self.locked.check(plan, resolved.identity)
         return resolved
 
     def _git_log(self, log: Path) -> Callable[[str], None]:
@@ -240,8 +247,8 @@ class Engine:
             self.progress.skipped(label, "done in an earlier run, inputs unchanged")
             return chain
         self.workspace.drop_stamp(stamp)
-        if step.kind == "wheel" and self.plan.build_env is not None and not self._env_ready:
-            self._build_env(self.plan.build_env)
+        if step.kind == "wheel" and self.plan.build_env is not None:
+            self.build_env.ready(self.plan.build_env)
         line = step.command_line()
         started = self.progress.start(label, line if len(line) < 160 else "")
         log = self.workspace.log_path(index, step.name)
@@ -260,40 +267,6 @@ class Engine:
         chain = self.workspace.finish(stamp, fp)
         self.progress.done(label, started)
         return chain
-
-    def _build_env(self, env: BuildEnv) -> None:
-        """Make (or reuse) the build environment the wheel steps run in."""
-        requires = buildenv.project_requires([Path(s.project) for s in self.plan.wheel_steps if s.project])
-        state = [*env.modules, *requires]  # reused while this list is unchanged
-        label = "build-env"
-        started = self.progress.start(label, " ".join(state) or "nothing to install")
-        if buildenv.is_current(env, state):
-            self._env_ready = True
-            self.progress.done(label, started, "up to date")
-            return
-        log = self.workspace.log_path(0, "build-env")
-        buildenv.discard(env)
-        self._env_command(env, env.create_argv, log)
-        buildenv.layer(env, self._env_command(env, env.site_argv, log))
-        # The check exits 1 when something is missing: that is its answer, not a failure.
-        missing = self._env_command(env, env.check_argv, log, answers=(0, 1)).split() if env.modules else []
-        install = buildenv.to_install(missing, requires)
-        if install:
-            self._env_command(env, env.install_argv(install), log)
-        buildenv.record(env, state)
-        self._env_ready = True
-        self.progress.done(label, started, f"installed {' '.join(install)}" if install else "nothing missing")
-
-    def _env_command(self, env: BuildEnv, argv: tuple[str, ...], log: Path, answers: tuple[int, ...] = (0,)) -> str:
-        result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
-        if result.exit_code not in answers:
-            no_pip = "No module named pip" in result.output
-            why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
-                   "apt-get install python3-pip), or build with --no-build-env" if no_pip else
-                   f"{shlex.join(argv[:4])} ... exited with {result.exit_code}")
-            raise StepFailed(f"build-env: {why}", hint=tail(log) + f"\nfull log: {log}\n"
-                             "fix the cause and run the same command again: finished steps are kept")
-        return result.output
 
     # -- wheels -------------------------------------------------------------
 
@@ -338,10 +311,14 @@ class Engine:
         wheels = {copy_atomically(w.path, final / w.path.name): w.provenance for w in entry.wheels}
         self.progress.done("build cache", started, "inputs unchanged: no build step runs, "
                            "the cached wheel is verified again")
+        placed = self._verify_and_publish(wheels, entry.key, from_cache=True)
+        return BuildResult(tuple(placed), self.plan.work.src, cache_key=entry.key, from_cache=True)
+
+    def _verify_and_publish(self, wheels: dict[Path, dict[str, Any]], key: str | None, *, from_cache: bool) -> list[Path]:
+        """The plan's checks on the labelled wheels, then into the wheelhouse: the one way a wheel gets there."""
         verdict = Checker(self.plan, self.runner, self.progress, self.workspace.log_path(90, "verify")).run(
             list(wheels))
-        placed = publish(self.plan.out, wheels, verdict, entry.key, from_cache=True)
-        return BuildResult(tuple(placed), self.plan.work.src, cache_key=entry.key, from_cache=True)
+        return publish(self.plan.out, wheels, verdict, key, from_cache=from_cache)
 
     def _store(self, key: str, wheels: dict[Path, dict[str, Any]], identity: BuildIdentity) -> None:
         assert self.cache is not None

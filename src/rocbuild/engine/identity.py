@@ -25,7 +25,6 @@ from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.fsutil import json_sha256
 from rocbuild.plan.model import DiffPatch, Plan, patch_record
-from rocbuild.roots.enter import inside
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
 SCHEMA = 2
@@ -74,7 +73,8 @@ class Toolchain:
 VersionQuery = Callable[[list[str]], str | None]
 
 
-def toolchain_of(rocm: Rocm, query: VersionQuery) -> Toolchain:
+def toolchain_of(rocm: Rocm, query: VersionQuery, root: str | None = None) -> Toolchain:
+    """`root`: the label of the build root the toolchain lives in (RootInfo.label)."""
     def version(tool: Path | None) -> str | None:
         out = query([str(tool), "--version"]) if tool is not None else None
         return _normalise_version(out) if out else None
@@ -88,17 +88,8 @@ def toolchain_of(rocm: Rocm, query: VersionQuery) -> Toolchain:
         hip_compiler=_real(rocm.hip_compiler),
         hip_compiler_version=version(rocm.hip_compiler),
         hip_runtime=_hip_runtime(rocm.path),
-        root=root_label(),
+        root=root,
     )
-
-
-def root_label() -> str | None:
-    """'Debian SUITE root ID' inside a build root (by what it holds, not its name: a root made again
-    with the same packages builds the same), None on the host."""
-    root = inside()
-    if root is None:
-        return None
-    return f"Debian {root.get('suite') or '?'} root {root.get('id')}"
 
 
 def _real(path: Path | None) -> str | None:

@@ -16,7 +16,7 @@ from rocbuild.plan.buildenv import distribution_of
 from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.roots.apt import apt_commands
-from rocbuild.roots.enter import inside
+from rocbuild.roots.info import RootInfo
 from rocbuild.roots.packages import Mapping, listed_packages, map_requirements
 
 
@@ -49,16 +49,16 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
         elif not SpecifierSet(req.rocm).contains(str(rocm.version), prereleases=True):
             problems.append(f"ROCm {rocm.version} at {rocm.path} does not satisfy {req.rocm}")
     tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
-    root = inside()
+    root = plan.host.root
     install_hint = ""
     mapping = None  # inside a root: the Debian packages of what is missing, read from the suite once
     if root is not None and (tools or packages):
         available = root_packages(root)
         mapping = map_requirements(tools, packages, available)
-        if install_missing and mapping.packages and root.get("rootless"):
+        if install_missing and mapping.packages and root.rootless:
             names = " ".join(sorted(set(mapping.packages.values())))
             raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
-                               hint=f"install them from outside: rocbuild root install {root.get('name')} {names}\n"
+                               hint=f"install them from outside: rocbuild root install {root.name} {names}\n"
                                     "then run the same command again")
         if install_missing and mapping.packages:
             _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
@@ -66,7 +66,7 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
             mapping = map_requirements(tools, packages, available)
         if mapping.packages:
             names = " ".join(sorted(set(mapping.packages.values())))
-            install_hint = (f"\ninstall them into the root: rocbuild root install {root.get('name')} {names}\n"
+            install_hint = (f"\ninstall them into the root: rocbuild root install {root.name} {names}\n"
                             "(or run the same command with --install-missing)")
     for tool in tools:
         problems.append(f"tool {tool!r} not found on PATH" + _debian(root, mapping, f"tool {tool!r}"))
@@ -104,7 +104,7 @@ def tool_version(tool: str, path: str | None) -> str | None:
 
 
 def _tool_version_problems(plan: Plan, missing: list[str]) -> list[str]:
-    path = plan.base_env.get("PATH", os.environ.get("PATH"))
+    path = plan.base_env.get("PATH", plan.host.path)
     problems = []
     for tool, spec in plan.requirements.tool_versions.items():
         if tool in missing:
@@ -120,7 +120,7 @@ def _tool_version_problems(plan: Plan, missing: list[str]) -> list[str]:
 
 
 def _missing_tools(plan: Plan) -> list[str]:
-    path = plan.base_env.get("PATH", os.environ.get("PATH"))
+    path = plan.base_env.get("PATH", plan.host.path)
     return [t for t in plan.requirements.tools if shutil.which(t, path=path) is None]
 
 
@@ -128,10 +128,10 @@ def _missing_cmake_packages(plan: Plan) -> list[str]:
     return [p for p in plan.requirements.cmake_packages if plan.host.rocm.cmake_package(p) is None]
 
 
-def root_packages(root: dict[str, object]) -> set[str] | dict[str, str]:
+def root_packages(root: RootInfo) -> set[str] | dict[str, str]:
     """What the root's suite offers: the archive's index (cached), else apt's lists in the root."""
-    mirror, suite = root.get("mirror"), root.get("suite")
-    if isinstance(mirror, str) and isinstance(suite, str):
+    mirror, suite = root.mirror, root.suite
+    if mirror is not None and suite is not None:
         from rocbuild.roots.archive import Archive
 
         try:
@@ -141,17 +141,16 @@ def root_packages(root: dict[str, object]) -> set[str] | dict[str, str]:
     return listed_packages()
 
 
-def _debian(root: dict[str, object] | None, mapping: Mapping | None, label: str) -> str:
+def _debian(root: RootInfo | None, mapping: Mapping | None, label: str) -> str:
     if root is None or mapping is None:
         return ""
     if label in mapping.packages:
         return f" (Debian package {mapping.packages[label]})"
-    return f" (no package of Debian {root.get('suite') or 'this root'} is known to provide it)"
+    return f" (no package of Debian {root.suite or 'this root'} is known to provide it)"
 
 
-def _install(plan: Plan, runner: StepRunner, log: Path, root: dict[str, object], packages: list[str]) -> None:
-    target = root.get("apt_target")
-    for argv in apt_commands(packages, target if isinstance(target, str) else None):
+def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str]) -> None:
+    for argv in apt_commands(packages, root.apt_target):
         result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
         if result.exit_code != 0:
             raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",

@@ -1,66 +1,52 @@
-"""A build request + this machine -> the complete Plan, in one call (host detection included)."""
+"""A build request -> the recipe it names (`choose`), then, on the host the command line found, the
+complete Plan (`assemble`)."""
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from rocbuild.detect.arch import detect_archs, require_archs
-from rocbuild.detect.gpu import gpu_access
-from rocbuild.detect.python import default_jobs, find_python
-from rocbuild.detect.rocm import find_rocm, require_rocm
-from rocbuild.engine.identity import root_label
+from rocbuild.detect.host import Host
 from rocbuild.errors import UsageError
 from rocbuild.labels import LOCAL_LABEL_RE
 from rocbuild.paths import WorkDirs, cache_root, short_hash
-from rocbuild.plan.model import Host, Plan, make_plan
+from rocbuild.plan.model import Plan
 from rocbuild.plan.options import resolve_options
+from rocbuild.plan.planner import make_plan
+from rocbuild.plan.request import BuildRequest
 from rocbuild.recipe import catalog
+from rocbuild.recipe.catalog import Found, RecipeDirs
+from rocbuild.recipe.model import Recipe
 from rocbuild.source.spec import DirSource, check_ref
 
 
 @dataclass(frozen=True)
-class BuildRequest:
-    """What `build`, `plan`, `prepare` and `lock` were asked for, as typed values."""
+class Chosen:
+    """The recipe a request names, loaded, with its options resolved: what the host is found for."""
 
-    recipe: str  # a name or a path
-    arch: str | None = None
-    rocm: str | None = None
-    python: str | None = None
-    out: str = "wheelhouse"
-    work: str | None = None
-    jobs: int | None = None
-    ref: str | None = None
-    source_dir: str | None = None
-    settings: tuple[str, ...] = ()  # --set NAME=VALUE
-    recipe_dirs: tuple[str, ...] = ()  # --recipes
-    local_version: str | None = None
-    need_archs: bool = True  # `lock` pins no targets
-    build_env: bool = True  # wheel steps in a build environment over the target python (--no-build-env: False)
-    environ: dict[str, str] = field(default_factory=dict)
+    found: Found
+    recipe: Recipe
+    options: dict[str, Any]
+    need_archs: bool  # whether it compiles for GPU targets (a tree recipe and a lock name none)
 
 
-def assemble(request: BuildRequest) -> Plan:
-    """Recipe file -> Recipe -> (with the detected host) -> Plan."""
-    found = catalog.resolve(request.recipe, list(request.recipe_dirs))
-    recipe = catalog.load(found.path, list(request.recipe_dirs))
+def choose(request: BuildRequest) -> Chosen:
+    """Recipe file -> Recipe, options checked; the request's own values checked too. Reads files only."""
+    dirs = RecipeDirs.of(request.recipe_dirs, request.environ)
+    found = catalog.resolve(request.recipe, dirs)
+    recipe = catalog.load(found.path, dirs)
     options = resolve_options(recipe, list(request.settings))
     if request.ref is not None:
         check_ref(request.ref)
     if request.jobs is not None and request.jobs < 1:
         raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
-    detection = detect_archs(request.arch)
-    # A tree recipe compiles nothing for a GPU, so it needs no target.
-    archs = detection.archs if recipe.output == "tree" or not request.need_archs else require_archs(detection)
-    python = find_python(request.python)
-    rocm = require_rocm(find_rocm(request.rocm, python=python.executable))
-    env = request.environ
-    host = Host(
-        archs=tuple(archs), rocm=rocm, python=python, jobs=request.jobs or default_jobs(),
-        override=detection.override.value if detection.override else None, gpu=gpu_access(),
-        ccache=shutil.which("ccache") if env.get("ROCBUILD_CCACHE", "1") != "0" else None,
-    )
+    return Chosen(found, recipe, options, request.need_archs and recipe.output != "tree")
+
+
+def assemble(request: BuildRequest, chosen: Chosen, host: Host) -> Plan:
+    """The chosen recipe on the found host -> Plan. Runs nothing and reads no environment."""
+    recipe, options = chosen.recipe, chosen.options
     source_dir = Path(request.source_dir) if request.source_dir else None
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {request.source_dir}: no such folder")
@@ -69,10 +55,10 @@ def assemble(request: BuildRequest) -> Plan:
     else:
         # Separate folders for what is likely to alternate (two ROCm releases side by side); the
         # build identity decides, inside a folder, what can be reused.
-        root = root_label()
-        key = short_hash([str(found.path.resolve()), archs, str(rocm.path), str(rocm.version), python.executable,
-                          request.ref, str(source_dir.resolve()) if source_dir else None, options,
-                          *([root] if root else [])])
+        rocm, python = host.rocm, host.python
+        key = short_hash([str(chosen.found.path.resolve()), list(host.archs), str(rocm.path), str(rocm.version),
+                          python.executable, request.ref, str(source_dir.resolve()) if source_dir else None, options,
+                          *([host.root.label] if host.root else [])])
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
     plan = make_plan(recipe, host, options, work, Path(request.out).resolve(), ref=request.ref,
                      source_dir=source_dir, local_version=local_version(request.local_version),

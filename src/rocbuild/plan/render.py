@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +9,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 
 from rocbuild.detect.rocm import Rocm, RocmVersion
-from rocbuild.detect.torch import PythonEnv, TorchInfo, probe_python
+from rocbuild.detect.torch import TorchInfo
 from rocbuild.errors import RecipeError
 from rocbuild.recipe import templating
 from rocbuild.recipe.model import Position
@@ -47,22 +46,16 @@ class PythonView:
         return self.executable
 
 
-@functools.cache
-def _probe(python: str) -> PythonEnv | str:
-    return probe_python(python)
-
-
 class TorchView:
-    """What templates see as `torch`: the target python's torch, read from its torch/version.py (never
-    imported) the first time a template asks. `torch.version >= '2.1'` compares as a version; with no
-    torch, `found` is false, `version` is 0 and `flavour` is 'none'."""
+    """What templates see as `torch`: the target python's torch as the host found it (from its
+    torch/version.py, never imported). `torch.version >= '2.1'` compares as a version; with no torch,
+    `found` is false, `version` is 0 and `flavour` is 'none'."""
 
-    def __init__(self, python: str):
-        self._python = python
+    def __init__(self, torch: TorchInfo | None):
+        self._torch = torch
 
     def _info(self) -> TorchInfo | None:
-        env = _probe(self._python)
-        return None if isinstance(env, str) else env.torch
+        return self._torch
 
     @property
     def found(self) -> bool:

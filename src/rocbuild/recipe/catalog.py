@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rocbuild.errors import UsageError
@@ -26,16 +27,33 @@ class Found:
     origin: str  # "--recipes", "ROCBUILD_RECIPES", "source NAME" (`recipes add`), "built-in", "path"
 
 
-def search_dirs(extra: list[str] | None = None) -> list[tuple[Path, str]]:
-    dirs: list[tuple[Path, str]] = [(Path(d), "--recipes") for d in extra or []]
-    env = os.environ.get("ROCBUILD_RECIPES", "")
-    dirs += [(Path(d), "ROCBUILD_RECIPES") for d in env.split(os.pathsep) if d]
+@dataclass(frozen=True)
+class RecipeDirs:
+    """Where recipes are looked for before the built-in ones and the registered sources."""
+
+    flags: tuple[str, ...] = ()  # --recipes DIR, in order
+    environ: tuple[str, ...] = ()  # ROCBUILD_RECIPES
+
+    @classmethod
+    def of(cls, flags: Sequence[str], environ: Mapping[str, str]) -> RecipeDirs:
+        return cls(tuple(flags), tuple(d for d in environ.get("ROCBUILD_RECIPES", "").split(os.pathsep) if d))
+
+    def first(self, folder: str) -> RecipeDirs:
+        return replace(self, flags=(folder, *self.flags))
+
+
+NO_DIRS = RecipeDirs()
+
+
+def search_dirs(extra: RecipeDirs = NO_DIRS) -> list[tuple[Path, str]]:
+    dirs: list[tuple[Path, str]] = [(Path(d), "--recipes") for d in extra.flags]
+    dirs += [(Path(d), "ROCBUILD_RECIPES") for d in extra.environ]
     dirs.append((data_dir("recipes"), "built-in"))
     dirs += [(s.recipe_dir, f"source {s.name}") for s in load_sources()]
     return dirs
 
 
-def recipe_roots(extra: list[str] | None = None) -> list[Path]:
+def recipe_roots(extra: RecipeDirs = NO_DIRS) -> list[Path]:
     """The folders recipe files (and the bases they extend) may lie in: the search folders, and the
     whole checkout of each registered source."""
     return [d for d, _ in search_dirs(extra)] + [s.root for s in load_sources()]
@@ -46,7 +64,7 @@ def _found(name: str, path: Path, origin: str, folder: Path) -> Found:
     return Found(name, confined_recipe(path, [folder]), origin)
 
 
-def all_recipes(extra: list[str] | None = None) -> list[Found]:
+def all_recipes(extra: RecipeDirs = NO_DIRS) -> list[Found]:
     """Every recipe visible, first occurrence of a name wins (later ones are shadowed)."""
     found: dict[str, Found] = {}
     for d, origin in search_dirs(extra):
@@ -61,7 +79,7 @@ def all_recipes(extra: list[str] | None = None) -> list[Found]:
     return sorted(found.values(), key=lambda r: r.name)
 
 
-def resolve(name_or_path: str, extra: list[str] | None = None) -> Found:
+def resolve(name_or_path: str, extra: RecipeDirs = NO_DIRS) -> Found:
     candidate = Path(name_or_path)
     if candidate.suffix in RECIPE_SUFFIXES or os.sep in name_or_path:
         if candidate.is_file():
@@ -100,11 +118,11 @@ def _from_source(source_name: str, name: str) -> Found:
                      hint="its recipes: " + ", ".join(sorted(f.stem for f in folder.glob("*.y*ml"))))
 
 
-def load(path: str | Path, extra: list[str] | None = None) -> Recipe:
+def load(path: str | Path, extra: RecipeDirs = NO_DIRS) -> Recipe:
     """Load a recipe whose `extends:` is found beside it first, then as `resolve` finds names; a path
     must lead to a recipe file in a recipe folder (never, say, /proc/self/environ)."""
     def find(name: str, beside: Path) -> Path:
         if Path(name).suffix in RECIPE_SUFFIXES or "/" in name:
             return confined_recipe(beside / name, [beside, *recipe_roots(extra)])
-        return resolve(name, [str(beside), *(extra or [])]).path  # its own folder first, confined to it
+        return resolve(name, extra.first(str(beside))).path  # its own folder first, confined to it
     return load_recipe(path, find)

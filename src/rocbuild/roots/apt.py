@@ -3,7 +3,7 @@ current folder."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rocbuild.errors import StepFailed, UsageError
@@ -22,7 +22,7 @@ def apt_commands(packages: Sequence[str], apt_target: str | None) -> list[list[s
     return [["apt-get", "update", "-qq"], install_argv(packages, apt_target)]
 
 
-def install_packages(root: Root, packages: Sequence[str], progress: Progress) -> int:
+def install_packages(root: Root, packages: Sequence[str], progress: Progress, environ: Mapping[str, str]) -> int:
     """`apt-get install` inside the root (entered the way builds enter it)."""
     for name in packages:
         if not name or name.startswith("-") or not all(c.isalnum() or c in "+-.:~" for c in name):
@@ -32,7 +32,7 @@ def install_packages(root: Root, packages: Sequence[str], progress: Progress) ->
     started = progress.start(label, " ".join(commands[-1]))
     code = 0
     for argv in commands:
-        code = enter.run_as_owner(root, argv)
+        code = enter.run_as_owner(root, argv, environ)
         if code != 0:
             break
     if code != 0:
@@ -41,12 +41,12 @@ def install_packages(root: Root, packages: Sequence[str], progress: Progress) ->
     return 0
 
 
-def run_in(root: Root, command: Sequence[str]) -> int:
+def run_in(root: Root, command: Sequence[str], environ: Mapping[str, str]) -> int:
     """A command inside the root, in the current folder (shared read-write, as builds share it)."""
     cwd = Path.cwd()
     share = enter.Share(cwd, True, "the current folder")
     try:
         enter.check_share(share)
     except UsageError:
-        return enter.run_command(root, command)
-    return enter.run_command(root, command, [share], cwd)
+        return enter.run_command(root, command, environ)
+    return enter.run_command(root, command, environ, [share], cwd)

@@ -19,10 +19,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rocbuild.errors import HostNotReady, UsageError
 from rocbuild.paths import cache_root, config_root
+from rocbuild.roots.info import IN_ROOT, RootInfo
 from rocbuild.roots.store import Root
 
 HOST_MOUNT = "/run/rocbuild-host"
@@ -40,7 +40,6 @@ PASSED_ENV = ("TERM", "NO_COLOR", "COLUMNS", "SOURCE_DATE_EPOCH", "HIP_VISIBLE_D
               "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
               "PIP_TRUSTED_HOST", "PIP_FIND_LINKS")
 LOADERS = {"x86_64": "/lib64/ld-linux-x86-64.so.2", "aarch64": "/lib/ld-linux-aarch64.so.1"}
-IN_ROOT = "ROCBUILD_ROOT"  # set inside: the root's description, as JSON
 BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
         "from rocbuild.cli.app import main; sys.exit(main())")
 
@@ -50,18 +49,6 @@ class Share:
     path: Path  # absolute, the same inside and out
     writable: bool
     flag: str  # what named it, for messages
-
-
-def inside() -> dict[str, Any] | None:
-    """The root this process runs in (as the outer rocbuild described it), or None on the host."""
-    text = os.environ.get(IN_ROOT)
-    if not text:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def roots_own(path: Path) -> str | None:
@@ -127,19 +114,19 @@ def host_python_argv() -> list[str]:
             "-c", BOOT, json.dumps(paths)]
 
 
-def root_env(root: Root, prefix_shown: list[str]) -> dict[str, str]:
+def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) -> dict[str, str]:
     env = {"PATH": ROOT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
            "XDG_CACHE_HOME": str(cache_root().parent), "XDG_CONFIG_HOME": str(config_root().parent)}
-    env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith("ROCBUILD_")})
+    env.update({k: v for k, v in environ.items() if k in PASSED_ENV or k.startswith("ROCBUILD_")})
     ident = root.identity()
-    env[IN_ROOT] = json.dumps({"name": root.name, "tree": str(root.tree), "suite": root.info.get("suite"),
-                               "mirror": root.info.get("mirror"), "rootless": os.geteuid() != 0,
-                               "apt_target": root.apt_target, "id": ident["id"], "versions": ident["versions"],
-                               "enter": prefix_shown})
+    info = RootInfo(name=root.name, tree=str(root.tree), suite=root.info.get("suite"), mirror=root.info.get("mirror"),
+                    id=ident["id"], rootless=os.geteuid() != 0, apt_target=root.apt_target,
+                    versions=dict(ident["versions"]), enter=tuple(prefix_shown))
+    env[IN_ROOT] = info.encode()
     return env
 
 
-def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share]) -> int:
+def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share], environ: Mapping[str, str]) -> int:
     """Run `rocbuild ARGS` inside the root; its exit code."""
     for share in shares:
         check_share(share)
@@ -149,7 +136,7 @@ def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share]) -> int:
         shares = [*shares, Share(cwd, True, "the current folder")]
     except UsageError:
         cwd = Path("/")
-    return run_command(root, [*host_python_argv(), *args], [mount_point(s) for s in shares], cwd)
+    return run_command(root, [*host_python_argv(), *args], environ, [mount_point(s) for s in shares], cwd)
 
 
 def mount_point(share: Share) -> Share:
@@ -167,12 +154,12 @@ def mount_point(share: Share) -> Share:
     return Share(path, share.writable, share.flag)
 
 
-def run_as_owner(root: Root, command: Sequence[str]) -> int:
+def run_as_owner(root: Root, command: Sequence[str], environ: Mapping[str, str]) -> int:
     """Run `command` inside the root as the owner of its files, to change the root itself (apt-get).
     As root that is how builds enter it; a root made without root belongs to this user's subordinate
     ids, which only a user namespace that maps them all (util-linux unshare --map-auto) can write as."""
     if os.geteuid() == 0:
-        return run_command(root, command)
+        return run_command(root, command, environ)
     script = ('mount --rbind /dev "$1/dev" && mount -t proc proc "$1/proc" && tree=$1 && shift && '
               'exec /usr/sbin/chroot "$tree" /usr/bin/env -i PATH=' + ROOT_PATH + ' HOME=/root LANG=C.UTF-8 '
               'DEBIAN_FRONTEND=noninteractive "$@"')
@@ -181,7 +168,8 @@ def run_as_owner(root: Root, command: Sequence[str]) -> int:
     return subprocess.run(argv, check=False, stdin=subprocess.DEVNULL).returncode
 
 
-def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = (), cwd: Path = Path("/")) -> int:
+def run_command(root: Root, command: Sequence[str], environ: Mapping[str, str], shares: Sequence[Share] = (),
+                cwd: Path = Path("/")) -> int:
     """Run `command` inside the root, passing SIGTERM and SIGHUP on; its exit code."""
     import shutil
 
@@ -190,7 +178,7 @@ def run_command(root: Root, command: Sequence[str], shares: Sequence[Share] = ()
                            hint="install it: apt-get install bubblewrap")
     # What `plan` shows as the way in: the bwrap options, without the variables it sets.
     shown = bwrap_prefix(root, shares, cwd, {}) + ["--"]
-    env = root_env(root, shown)
+    env = root_env(root, shown, environ)
     read_end, write_end = os.pipe()
     argv = [*bwrap_prefix(root, shares, cwd, env), "--info-fd", str(write_end), "--", *command]
     old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}

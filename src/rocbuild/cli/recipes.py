@@ -1,0 +1,192 @@
+"""`rocbuild recipes ACTION`: list, show, lint and start recipes; add, update and remove recipe sources;
+status, what each was last built with for real."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from rocbuild.cli.common import Invocation, Subparsers, action, actions, dump
+from rocbuild.errors import RecipeError, UsageError
+from rocbuild.recipe.catalog import RecipeDirs
+
+COMMAND = "recipes"
+
+
+def register(sub: Subparsers) -> None:
+    acts = actions(sub, COMMAND, "list, show, lint or create recipes; add, update or remove recipe sources; "
+                                 "status: what each was last built and verified with for real")
+    p = action(acts, COMMAND, "list", cmd_list, "every recipe visible, and where it comes from")
+    _dirs(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "show", cmd_show, "print a recipe file")
+    p.add_argument("name", metavar="NAME")
+    _dirs(p)
+    p = action(acts, COMMAND, "lint", cmd_lint, "check recipe files; exit 2 when one is wrong")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    _dirs(p)
+    p = action(acts, COMMAND, "new", cmd_new, "write a starter recipe")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: ./NAME.yaml)")
+    p = action(acts, COMMAND, "add", cmd_add, "add a recipe source: a git repository or a folder")
+    p.add_argument("location", metavar="URL|PATH")
+    p.add_argument("--ref", help="the branch, tag or commit of the recipe repository (default: its HEAD)")
+    p.add_argument("--name", help="the source's name (default: from the URL or folder)")
+    _dirs(p)
+    p = action(acts, COMMAND, "update", cmd_update, "fetch recipe sources again (default: all)")
+    p.add_argument("names", nargs="*", metavar="SOURCE")
+    p = action(acts, COMMAND, "remove", cmd_remove, "forget a recipe source")
+    p.add_argument("name", metavar="SOURCE")
+    p = action(acts, COMMAND, "sources", cmd_sources, "the recipe sources added")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "status", cmd_status, "each recipe's last real build per ROCm release and arch set")
+    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("--results", metavar="FILE",
+                   help="a real-builds results file (default: the one shipped with rocbuild)")
+    _dirs(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _dirs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--recipes", action="append", default=[], metavar="DIR", help="extra recipe folder")
+
+
+def _recipe_dirs(args: argparse.Namespace, inv: Invocation) -> RecipeDirs:
+    return RecipeDirs.of(args.recipes, inv.environ)
+
+
+def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import catalog
+
+    dirs = _recipe_dirs(args, inv)
+    rows: list[dict[str, Any]] = []
+    for found in catalog.all_recipes(dirs):
+        try:
+            recipe = catalog.load(found.path, dirs)
+            rows.append({"name": found.name, "version": recipe.version, "origin": found.origin,
+                         "path": str(found.path), "summary": recipe.summary})
+        except RecipeError as exc:
+            rows.append({"name": found.name, "version": None, "origin": found.origin,
+                         "path": str(found.path), "summary": "", "error": exc.render().splitlines()[0]})
+    if args.json:
+        dump(rows)
+    else:
+        for r in rows:
+            print(f"{r['name']:<16} {r['version'] or 'INVALID':<12} {r['origin']:<16} {r['path']}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import catalog
+    from rocbuild.recipe.load import read_recipe_text
+
+    found = catalog.resolve(args.name, _recipe_dirs(args, inv))
+    sys.stdout.write(read_recipe_text(found.path))  # a recipe file, never any other file named
+    return 0
+
+
+def cmd_lint(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import catalog
+
+    failed = 0
+    for name in args.files:
+        try:
+            recipe = catalog.load(name, _recipe_dirs(args, inv))
+        except RecipeError as exc:
+            print(exc.render(), file=sys.stderr)
+            failed += 1
+        else:
+            print(f"{name}: ok ({recipe.name} {recipe.version}, {len(recipe.steps)} steps)")
+    return 2 if failed else 0
+
+
+def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe.load import NAME_RE
+    from rocbuild.recipe.starter import starter_recipe
+
+    name = args.name
+    if not NAME_RE.match(name):
+        raise UsageError(f"{name!r} is not a valid recipe name",
+                         hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
+    out = Path(args.output or f"{name}.yaml")
+    try:
+        with open(out, "x", encoding="utf-8") as fh:  # never overwrite someone's recipe
+            fh.write(starter_recipe(name))
+    except FileExistsError:
+        raise UsageError(f"{out} already exists", hint="give another -o FILE, or remove it first") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror}") from None
+    print(out)
+    print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch gfx90a`",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.progress import Progress
+    from rocbuild.recipe import catalog, sources
+
+    source = sources.add_source(args.location, ref=args.ref, name=args.name, log=Progress().say)
+    names = sorted(f.stem for f in source.recipe_dir.glob("*.y*ml"))
+    print(f"added recipe source {source.name}: {source.describe()}")
+    print(f"  recipes: {', '.join(names) or '(none yet)'}  (from {source.recipe_dir})")
+    builtin = {f.name: f for f in catalog.all_recipes(_recipe_dirs(args, inv)) if not f.origin.startswith("source ")}
+    for name in names:
+        if name in builtin:
+            print(f"  note: {name} is also a {builtin[name].origin} recipe, which `rocbuild {name}` (and "
+                  f"`extends: {name}`) keeps using; this source's is `rocbuild {source.name}:{name}`")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.progress import Progress
+    from rocbuild.recipe import sources
+
+    for before, after in sources.update_sources(args.names, Progress().say):
+        if before.kind == "dir":
+            print(f"{after.name}: a folder, read in place ({after.location})")
+        elif before.commit == after.commit:
+            print(f"{after.name}: unchanged at {(after.commit or '?')[:12]}")
+        else:
+            print(f"{after.name}: {before.commit[:12] if before.commit else 'new'} -> {(after.commit or '?')[:12]}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import sources
+
+    gone = sources.remove_source(args.name)
+    print(f"removed recipe source {gone.name} ({gone.describe()})")
+    return 0
+
+
+def cmd_sources(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import sources
+
+    rows = sources.load_sources()
+    if args.json:
+        dump([{**dataclasses.asdict(s), "recipe_dir": str(s.recipe_dir)} for s in rows])
+    else:
+        for s in rows:
+            print(f"{s.name:<16} {s.kind:<4} {s.describe()}")
+        if not rows:
+            print("no recipe sources; add one with `rocbuild recipes add URL|PATH`")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import catalog, status
+
+    records = status.read_results(Path(args.results) if args.results else status.shipped_results())
+    names = list(args.names) or [found.name for found in catalog.all_recipes(_recipe_dirs(args, inv))]
+    rows = [status.recipe_status(name, records) for name in names]
+    if args.json:
+        dump(rows)
+    else:
+        for row in rows:
+            for line in status.status_lines(row):
+                print(line)
+    return 0

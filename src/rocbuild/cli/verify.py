@@ -1,0 +1,54 @@
+"""`rocbuild verify`: wheels, libraries or folders judged for device code per arch and CUDA links."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rocbuild.cli.common import Invocation, Subparsers, dump
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("verify", help="check wheels or libraries: device code per arch, no CUDA libraries")
+    p.add_argument("paths", nargs="+", metavar="WHEEL", help="wheels, shared libraries or folders")
+    p.add_argument("--arch", help="gfx target(s) that must be covered (default: this machine's GPUs)")
+    p.add_argument("--all-files", action="store_true", help="list every ELF file, not only the relevant ones")
+    p.add_argument("--files", action="append", default=[], metavar="GLOB",
+                   help="judge only files matching GLOB (repeatable; e.g. the ROCm part of a multi-backend wheel)")
+    p.add_argument("--allow-cuda", action="store_true", help="CUDA libraries are noted, not failures")
+    p.add_argument("--deep", action="store_true",
+                   help="decompress every compressed bundle in full to check its size (slower)")
+    p.add_argument("-v", "--verbose", action="store_true", help="every bundle entry and code object, not one line per file")
+    p.add_argument("--json", action="store_true", help="per-file findings as JSON")
+    p.set_defaults(handler=cmd_verify)
+
+
+def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.detect.arch import detect_archs
+    from rocbuild.verify.check import verify_paths
+    from rocbuild.verify.text import format_verdict
+
+    if args.arch is not None:
+        archs, source = parse_verify_archs(args.arch), "--arch"
+    else:
+        detection = detect_archs(None, environ=inv.environ)
+        archs = detection.archs
+        source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
+    verdict = verify_paths([Path(p) for p in args.paths], archs, source, only=tuple(args.files),
+                           allow_cuda=args.allow_cuda, require_device_code=False, deep=args.deep)
+    if args.json:
+        dump(verdict.to_json())
+    else:
+        print(format_verdict(verdict, quiet_files=not args.all_files, verbose=args.verbose))
+    return 0 if verdict.ok else 1
+
+
+def parse_verify_archs(text: str) -> list[str]:
+    """--arch for verify: build targets as for build, plus generic ISAs (gfx11-generic), any letter case."""
+    from rocbuild.detect.arch import parse_arch_list
+    from rocbuild.gfx import GENERIC_MEMBERS
+
+    items = [a.strip().lower() for a in text.split(",") if a.strip()]
+    generic = [a for a in items if a.split(":")[0] in GENERIC_MEMBERS]
+    rest = [a for a in items if a not in generic]
+    return generic + (parse_arch_list(",".join(rest)) if rest else [])

@@ -1,0 +1,401 @@
+"""Recipe + host + options -> Plan (plan/model.py): every template rendered against the host value the
+command line found. Pure: reads no environment and starts no process."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, assert_never
+
+from rocbuild.detect.arch import parse_arch_list
+from rocbuild.detect.gpu import GpuAccess
+from rocbuild.detect.host import Host
+from rocbuild.detect.torch import probe_argv
+from rocbuild.errors import RecipeError, UsageError
+from rocbuild.fsutil import within
+from rocbuild.labels import LOCAL_LABEL_RE
+from rocbuild.paths import WorkDirs, cache_root, mirror_path
+from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, make_build_env
+from rocbuild.plan.model import (
+    CANONICAL_ROOT,
+    IMPORT_ONE,
+    LOCATION_ENV,
+    PYTHON_ALIASES,
+    Check,
+    CodeObjectsCheck,
+    CommandCheck,
+    CopyPatch,
+    DiffPatch,
+    ImportCheck,
+    LinkPatch,
+    PatchAction,
+    Plan,
+    Rendered,
+    ReplacePatch,
+    Requirements,
+    Step,
+    WheelContainsCheck,
+    check_identity,
+)
+from rocbuild.plan.render import PythonView, Renderer, RocmView, TorchView
+from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
+from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, Refusal, StepKind, VerifyKind
+from rocbuild.source.spec import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
+
+
+def make_plan(
+    recipe: Recipe,
+    host: Host,
+    options: dict[str, Any],
+    work: WorkDirs,
+    out: Path,
+    *,
+    ref: str | None = None,
+    source_dir: Path | None = None,
+    cache: Path | None = None,
+    local_version: str | None = None,
+    build_env: bool = True,
+) -> Plan:
+    """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it.
+    `build_env`: wheel steps run in a build environment layered on the target python."""
+    plan = _render(recipe, host, options, work, out, ref=ref, source_dir=source_dir, cache=cache,
+                   local_version=local_version, build_env=build_env)
+    canonical = _render(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
+                        WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
+                        source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
+                        build_env=build_env)
+    rendered = Rendered(
+        env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
+        patches=tuple(p.identity() for p in canonical.patches),
+        steps=tuple(s.identity() for s in canonical.steps),
+        checks=tuple(check_identity(c) for c in canonical.verify),
+        local_label=canonical.local_label,
+    )
+    return replace(plan, rendered=rendered)
+
+
+def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
+            ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None,
+            build_env: bool = True) -> Plan:
+    ctx: dict[str, Any] = {
+        "archs": list(host.archs),
+        "arch": host.archs[0] if host.archs else "",
+        "rocm": RocmView(host.rocm),
+        "python": PythonView(host.python.executable, host.python.version),
+        "torch": TorchView(host.torch),
+        "jobs": host.jobs,
+        "options": dict(options),
+        "src": str(work.src),
+        "build": str(work.build),
+        "dist": str(work.dist),
+        "ref": "",
+        "recipe": {"name": recipe.name, "version": recipe.version},
+    }
+    r = Renderer(ctx)
+    # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+    refusals = []
+    for entry in recipe.unsupported:
+        if _applies(r, entry):
+            refusal = _refusal(recipe, host, options, entry)
+            if entry.value.step is None:
+                raise refusal
+            refusals.append((entry.value.step, refusal))
+    recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
+    effective_ref = ref or recipe_ref
+    ctx["ref"] = effective_ref or ""
+
+    base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
+    if host.rocm.layout in ("rocm", "pip"):  # AMD's trees put hipcc in bin/
+        rocm_bin = str(host.rocm.path / "bin")
+        path = host.path
+        if rocm_bin not in path.split(os.pathsep):
+            base_env["PATH"] = rocm_bin + os.pathsep + path
+    if host.ccache:
+        base_env.update(_ccache_env(host.ccache, (cache or cache_root()) / "ccache", work,
+                                    base_env.get("PATH", host.path)))
+    for name, cond in recipe.env:
+        if _applies(r, cond):
+            base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
+
+    def names(items: tuple[Any, ...]) -> tuple[str, ...]:
+        return tuple(r.text(c.value, c.pos, c.pos.key) for c in items
+                     if _applies(r, c))
+
+    modules = names(recipe.requires.python)
+    env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
+                if build_env and any(e.kind == "wheel" for e in recipe.steps) else None)
+    # With a build environment, the build modules are installed, not looked for; only what must come
+    # from the target python itself is.
+    checked = tuple(m for m in modules if env_plan is None or m.split(".")[0] in FROM_TARGET_ONLY)
+    tools = names(recipe.requires.tools)
+    wanted = recipe.requires.torch
+    torch = r.text(wanted.value, wanted.pos, wanted.pos.key) if wanted is not None and _applies(r, wanted) else None
+    requirements = Requirements(
+        rocm=recipe.requires.rocm,
+        tools=tools,
+        python_modules=modules,
+        cmake_packages=names(recipe.requires.cmake_packages),
+        python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
+        torch=torch,
+        torch_check_argv=probe_argv(host.python.executable) if torch else None,
+        tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
+    )
+
+    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
+    readable = _readable(recipe, host, work)
+    patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
+                    if _applies(r, e))
+
+    wheel_python = env_plan.python if env_plan is not None else host.python.executable
+    steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps
+                  if _applies(r, entry))
+    entries = [e for e in recipe.verify if _applies(r, e)]
+    opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
+    verify: list[Check] = []
+    if any(s.kind == "wheel" for s in steps):
+        # Every wheel: nothing links CUDA, and device code covers every arch unless the recipe says
+        # it has none of its own (`code-objects: false`).
+        archs = () if opted_out else tuple(host.archs)
+        where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
+        verify.append(CodeObjectsCheck("device-code", where, archs, built_in=True))
+    verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
+    return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
+                steps, tuple(verify), _local_label(recipe, host, r, local_version),
+                build_env=env_plan if any(s.kind == "wheel" for s in steps) else None,
+                refusals=tuple(refusals))
+
+
+def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:
+    """Whether an entry's `when:` renders to true; its errors point at the `when:` itself."""
+    pos = item.when_pos or item.pos
+    return r.condition(item.when, pos, pos.key if item.when_pos else f"{pos.key}.when")
+
+
+def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dict[str, str]:
+    """CMake (steps and build backends alike) reads the launcher variables from the environment;
+    a `hipcc` called by name from make, setup.py or a script finds the masquerade link first."""
+    env = {"CCACHE_DIR": str(ccache_dir), "CCACHE_BASEDIR": str(work.root),
+           "PATH": str(ccache_dir / "bin") + os.pathsep + path}
+    for lang in ("C", "CXX", "HIP"):
+        env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = ccache
+    return env
+
+
+def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
+    """`+rocm6.1` by default; the recipe's `local-version` or --local-version change or drop it."""
+    if override is not None:
+        return override
+    if recipe.local_version is None:
+        v = host.rocm.version
+        return f"rocm{v.major}.{v.minor}" if v is not None else ""
+    label = r.text(recipe.local_version, None, "local-version")
+    if label and not LOCAL_LABEL_RE.match(label):
+        raise RecipeError("local-version renders to something that is not a PEP 440 local label",
+                          file=str(recipe.path), key="local-version", value=label,
+                          accepted="letters and digits separated by '.', '_' or '-', e.g. rocm6.1")
+    return label
+
+
+def _verify_step(entry: Entry[VerifyKind], r: Renderer, host: Host) -> Check:
+    name, where, env, body = entry.name or "verify", entry.pos.describe(), _entry_env(entry, r), entry.body
+    key = f"{entry.pos.key}.{entry.kind}"
+    match entry.kind:
+        case "command":
+            argv = _python_alias([r.text(a, entry.pos, key) for a in body["argv"]], host)
+            expect = tuple(r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in body["expect"])
+            return CommandCheck(name, where, tuple(argv), env, expect)
+        case "import":
+            module = r.text(body["module"], entry.pos, key)
+            return ImportCheck(name, where, (host.python.executable, "-c", IMPORT_ONE, module), env, module)
+        case "wheel-contains":
+            return WheelContainsCheck(name, where, r.text(body["glob"], entry.pos, key))
+        case "code-objects":
+            wanted = ([r.text(a, entry.pos, key) for a in body["archs"]] if body["archs"] is not None
+                      else list(host.archs))
+            try:
+                archs = parse_arch_list(",".join(wanted))
+            except UsageError as exc:
+                raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
+                                  key=f"{key}.archs", value=wanted, accepted="gfx targets such as gfx90a") from None
+            return CodeObjectsCheck(name, where, tuple(archs), tuple(r.text(f, entry.pos, key) for f in body["files"]),
+                                    tuple(body["links"]))
+        case _:
+            assert_never(entry.kind)
+
+
+def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
+            cache: Path | None, r: Renderer, python: str) -> SourceSpec:
+    if source_dir is not None:
+        return DirSource(str(Path(source_dir).resolve()))
+    src = recipe.source
+    if src.path is not None:
+        return DirSource(str((recipe.directory / src.path).resolve()))
+    if src.sdist is not None:
+        if overridden:
+            raise UsageError(f"--ref {ref}: {recipe.name} comes from the sdist {src.sdist}, not from git",
+                             hint="build another tree with --source-dir DIR")
+        name = src.sdist.replace("==", "-").lower()
+        return SdistSource(src.sdist, str((cache or cache_root()) / "sdists" / name), python, src.sha256)
+    assert src.git is not None  # the loader requires exactly one of git, path and sdist
+    if ref is not None and not overridden:
+        try:
+            check_ref(ref, "source.ref")
+        except UsageError as exc:
+            raise RecipeError(exc.message, file=str(recipe.path), key="source.ref", value=ref,
+                              accepted="a branch, tag or commit id") from None
+    commit = None if overridden or not src.commit else r.text(src.commit, None, "source.commit").lower()
+    if commit is not None and not FULL_SHA_RE.match(commit):
+        raise RecipeError("source.commit renders to something that is not a whole commit id", file=str(recipe.path),
+                          key="source.commit", value=commit, accepted="the commit's full 40 hexadecimal digits")
+    return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
+                     submodules=src.submodules, ref_overridden=overridden)
+
+
+def _readable(recipe: Recipe, host: Host, work: WorkDirs) -> tuple[str, ...]:
+    """Where copy/link may read from: the tree, the ROCm prefix, the recipe's folders and its patches."""
+    folders = [work.src, host.rocm.path, recipe.directory, *(p.parent for p, _ in recipe.bases), *recipe.patch_dirs]
+    out: list[str] = []
+    for folder in folders:
+        for form in (os.path.normpath(folder), os.path.realpath(folder)):
+            if form not in out:
+                out.append(form)
+    return tuple(out)
+
+
+def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
+           readable: tuple[str, ...]) -> PatchAction:
+    key = f"{entry.pos.key}.{entry.kind}"
+    where = entry.pos.describe()
+
+    def in_tree(value: str, k: str) -> str:
+        problem = tree_path_problem(value)
+        if problem is not None:
+            raise RecipeError(problem, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=k,
+                              value=value, accepted=TREE_PATH_ACCEPTED)
+        return value
+
+    def readable_source(value: str, k: str) -> str:
+        """Relative: in the tree. Absolute: under one of `readable` (judged by text here; links are
+        followed and judged again when the patch is applied)."""
+        path = os.path.normpath(value if os.path.isabs(value) else os.path.join(work.src, in_tree(value, k)))
+        if not any(within(path, top) for top in readable):
+            raise RecipeError("reads from outside the source tree, the ROCm prefix and the recipe's folders",
+                              file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=k, value=value,
+                              accepted=SOURCE_FILE_ACCEPTED)
+        return path
+
+    match entry.kind:
+        case "diff":
+            dirs = recipe.patch_dirs or tuple(patch_dirs_for(recipe.path))
+            path = find_patch_file(entry.body, dirs)
+            if path is None:  # the loader checked; the file went away since
+                raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
+                                  column=entry.pos.column, key=key, value=entry.body)
+            return DiffPatch(entry.body, str(path), hashlib.sha256(path.read_bytes()).hexdigest(), where)
+        case "replace":
+            b = entry.body
+            return ReplacePatch(in_tree(r.text(b["file"], entry.pos, f"{key}.file"), f"{key}.file"),
+                                r.text(b["find"], entry.pos, f"{key}.find"),
+                                r.text(b["with"], entry.pos, f"{key}.with"), b["regex"], b["count"], where)
+        case "link":
+            return LinkPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
+                             in_tree(r.text(entry.body["into"], entry.pos, f"{key}.into"), f"{key}.into"), where,
+                             readable)
+        case "copy":
+            return CopyPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
+                             in_tree(r.text(entry.body["to"], entry.pos, f"{key}.to"), f"{key}.to"), where, readable)
+        case _:
+            assert_never(entry.kind)
+
+
+def _refusal(recipe: Recipe, host: Host, options: dict[str, Any], entry: Conditional) -> RecipeError:
+    chosen = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
+    refusal: Refusal = entry.value
+    before = (f" (a build stopped before step {refusal.step!r} with --until is allowed)"
+              if refusal.step else "")
+    return RecipeError(f"{recipe.name} cannot be built with ROCm {host.rocm.version or '?'}"
+                       + (f" and {chosen}" if chosen else "") + f": {refusal.why}{before}",
+                       file=str(recipe.path), line=entry.pos.line, column=entry.pos.column,
+                       key=entry.pos.key, value=entry.when,
+                       accepted="another ROCm release or option (--set NAME=VALUE), as the reason says")
+
+
+def _python_alias(argv: list[str], host: Host) -> list[str]:
+    """`python` in an argv means the target python, never whatever is first on PATH."""
+    if argv and argv[0] in PYTHON_ALIASES:
+        argv[0] = host.python.executable
+    return argv
+
+
+def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
+    env = {}
+    for name, cond in entry.env:
+        if _applies(r, cond):
+            env[name] = r.text(cond.value, cond.pos, cond.pos.key)
+    return env
+
+
+def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs, wheel_python: str) -> Step:
+    key = f"{entry.pos.key}.{entry.kind}"
+    src = str(work.src)
+
+    def path_in_src(value: str | None, default: str) -> str:
+        if not value:
+            return default
+        return value if os.path.isabs(value) else os.path.normpath(os.path.join(src, value))
+
+    cwd = path_in_src(r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, src)
+    env = _entry_env(entry, r)
+    where = entry.pos.describe()
+    name = entry.name or entry.kind
+    match entry.kind:
+        case "shell":
+            script, values = r.shell(entry.body, entry.pos, key)
+            return Step(name, "shell", None, cwd, {**env, **values}, shell=script, where=where)
+        case "run":
+            argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
+            return Step(name, "run", tuple(argv), cwd, env, where=where)
+        case "cmake":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            source = path_in_src(body.get("source"), src)
+            build = path_in_src(body.get("build"), str(work.build))
+            argv = ["cmake", "-S", source, "-B", build]
+            if body.get("generator"):
+                argv += ["-G", body["generator"]]
+            defines = dict(body.get("defines", {}))
+            # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
+            if host.rocm.hip_compiler:
+                defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
+                defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
+            argv += [f"-D{k}={v}" for k, v in defines.items()]
+            argv += list(body.get("args", []))
+            return Step(name, "cmake", tuple(argv), cwd, env, where=where)
+        case "cmake-build":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            argv = ["cmake", "--build", path_in_src(body.get("dir"), str(work.build))]
+            if body.get("target"):
+                argv += ["--target", body["target"]]
+            if body.get("config"):
+                argv += ["--config", body["config"]]
+            argv += ["--parallel", str(body.get("jobs") or host.jobs)]
+            return Step(name, "cmake-build", tuple(argv), cwd, env, where=where)
+        case "make":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            argv = ["make", "-C", path_in_src(body.get("dir"), src), f"-j{body.get('jobs') or host.jobs}"]
+            if body.get("target"):
+                argv.append(body["target"])
+            argv += list(body.get("args", []))
+            return Step(name, "make", tuple(argv), cwd, env, where=where)
+        case "wheel":
+            body = r.tree(dict(entry.body), entry.pos, key)
+            project = path_in_src(body.get("dir"), src)
+            outdir = str(work.dist / name)
+            argv = [wheel_python, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-w", outdir]
+            argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
+            argv += list(body.get("args", []))
+            return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir, project=project)
+        case _:
+            assert_never(entry.kind)
