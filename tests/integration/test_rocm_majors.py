@@ -65,8 +65,9 @@ def test_a_label_that_disagrees_with_what_the_files_link_fails(cli, exts, tmp_pa
 
 
 def test_the_build_checks_the_major_of_its_toolchain():
-    from rocbuild.verify.check import FileFindings, InputFindings, judge_rocm_majors
     from rocbuild.verify.elf import ElfInfo
+    from rocbuild.verify.findings import FileFindings, InputFindings
+    from rocbuild.verify.rules import judge_rocm_majors
 
     found = InputFindings("x.so", "elf", files=[FileFindings("x.so", ElfInfo(needed=["libamdhip64.so.6"]))])
     judge_rocm_majors(found, built_with=7)

@@ -195,7 +195,7 @@ def test_doctor_judges_real_hip_extensions_against_this_hosts_gpus(cli, tmp_path
 
 @pytest.mark.hipcc
 def test_links_rule_reads_dt_needed(tmp_path):
-    from rocbuild.verify.check import verify_paths
+    from rocbuild.verify.verdict import verify_paths
 
     folder = tmp_path / "site"
     compile_hip(folder, f"kern{EXT_SUFFIX}", ["gfx90a"], tmp_path / "b")

@@ -218,67 +218,9 @@ def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = 
                     pages: bool = False) -> str:
     """A workflow: one build job per matrix entry, then one job that puts every wheel that was made
     (also when some cells failed) into per-ROCm indexes."""
-    e = "${{ %s }}"
-    in_container = any(x.container != NO_CONTAINER for x in matrix.entries)
-    hosted = runs_on == ("ubuntu-latest",)
-    cell = "${{ matrix.name }}-rocm${{ matrix.rocm }}-py${{ matrix.python }}-${{ matrix.slug }}"
-    build_env = {"RECIPE": e % "matrix.recipe", "ARCH": e % "matrix.arch", "ROCM": e % "matrix.rocm",
-                 "PYTHON_VERSION": e % "matrix.python", "TORCH_INDEX": e % "matrix.torch_index",
-                 "LOCAL_VERSION": e % "matrix.label", "IMAGE": e % "matrix.container",
-                 "ROCBUILD_INSTALL": install, "ROCBUILD_JOB": JOB_SCRIPT.lstrip()}
-    run_job = ('if [ "$IMAGE" = none ]; then\n'
-               '  bash -euo pipefail -c "$ROCBUILD_JOB"\n'
-               'else\n'
-               '  docker run --rm --user 0 -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
-               '    -e RECIPE -e ARCH -e ROCM -e PYTHON_VERSION -e TORCH_INDEX -e LOCAL_VERSION -e ROCBUILD_INSTALL \\\n'
-               '    -e ROCBUILD_JOB "$IMAGE" bash -euo pipefail -c "$ROCBUILD_JOB"\n'
-               "fi")
-    build_steps: list[dict[str, Any]] = [{"uses": ACTIONS["checkout"]}]
-    if in_container and hosted:
-        build_steps.append({"name": "Free disk space for the ROCm image", "if": "matrix.container != 'none'",
-                            "run": FREE_DISK})
-    build_steps += [
-        {"name": "Restore the rocbuild cache (sdists, ccache, build cache)", "id": "cache",
-         "uses": ACTIONS["restore"],
-         "with": {"path": "\n".join(CACHED), "key": f"rocbuild-{cell}-${{{{ github.run_id }}}}",
-                  "restore-keys": f"rocbuild-{cell}-"}},
-        {"name": "Build", "run": run_job},
-        # Saved whatever the outcome: a build that failed or ran out of time still keeps its progress.
-        {"name": "Save the rocbuild cache", "if": "always()", "uses": ACTIONS["save"],
-         "with": {"path": "\n".join(CACHED), "key": e % "steps.cache.outputs.cache-primary-key"}},
-        {"uses": ACTIONS["upload"],
-         "with": {"name": f"wheels-{cell}", "path": "wheelhouse/manylinux/*.whl", "if-no-files-found": "error"}},
-    ]
-    index_steps: list[dict[str, Any]] = [
-        {"uses": ACTIONS["checkout"]},
-        {"uses": ACTIONS["download"], "with": {"pattern": "wheels-*", "merge-multiple": True, "path": "wheelhouse"}},
-        {"name": "Per-ROCm indexes (wheelhouse/rocmX.Y/simple)", "run": 'bash -euo pipefail -c "$ROCBUILD_INDEX"'},
-        {"uses": ACTIONS["upload"], "with": {"name": "wheelhouse-index", "path": "wheelhouse",
-                                             "if-no-files-found": "error"}},
-    ]
-    if pages:
-        index_steps.append({"uses": ACTIONS["pages-upload"], "with": {"path": "wheelhouse"}})
     labels: str | list[str] = runs_on[0] if len(runs_on) == 1 else list(runs_on)
-    jobs: dict[str, Any] = {
-        "build": {
-            "name": "${{ matrix.name }} rocm${{ matrix.rocm }} py${{ matrix.python }} ${{ matrix.slug }}",
-            "runs-on": labels,
-            "timeout-minutes": BUILD_TIMEOUT,
-            "strategy": {"fail-fast": False, "matrix": {"include": [asdict(x) for x in matrix.entries]}},
-            "env": build_env,
-            "steps": build_steps,
-        },
-        "index": {
-            "needs": "build",
-            # The wheels of the cells that passed are published even when others failed.
-            "if": "${{ !cancelled() }}",
-            "runs-on": labels,
-            "timeout-minutes": 30,
-            "env": {"ROCBUILD_INSTALL": install, "PYTHON_VERSION": matrix.entries[0].python,
-                    "ROCBUILD_INDEX": INDEX_SCRIPT.lstrip()},
-            "steps": index_steps,
-        },
-    }
+    jobs: dict[str, Any] = {"build": _build_job(matrix, install, runs_on, labels),
+                            "index": _index_job(matrix, install, labels, pages)}
     if pages:
         jobs["pages"] = {
             "needs": "index",
@@ -286,7 +228,7 @@ def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = 
             "runs-on": "ubuntu-latest",
             "timeout-minutes": 15,
             "permissions": {"pages": "write", "id-token": "write"},
-            "environment": {"name": "github-pages", "url": e % "steps.deploy.outputs.page_url"},
+            "environment": {"name": "github-pages", "url": "${{ steps.deploy.outputs.page_url }}"},
             "steps": [{"id": "deploy", "uses": ACTIONS["pages-deploy"]}],
         }
     workflow = {
@@ -303,6 +245,71 @@ def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = 
     body = yaml.dump(workflow, Dumper=_BlockDumper, sort_keys=False, width=1000, default_flow_style=False)
     # PyYAML quotes the key `on` (a YAML 1.1 boolean); GitHub reads either form, people expect it bare.
     return header + body.replace("'on':", "on:", 1).replace(": null\n", ":\n")
+
+
+def _build_job(matrix: Matrix, install: str, runs_on: tuple[str, ...], labels: str | list[str]) -> dict[str, Any]:
+    """One cell per matrix entry: the job script in the release's image (or on the runner), cached and uploaded."""
+    e = "${{ %s }}"
+    in_container = any(x.container != NO_CONTAINER for x in matrix.entries)
+    hosted = runs_on == ("ubuntu-latest",)
+    cell = "${{ matrix.name }}-rocm${{ matrix.rocm }}-py${{ matrix.python }}-${{ matrix.slug }}"
+    build_env = {"RECIPE": e % "matrix.recipe", "ARCH": e % "matrix.arch", "ROCM": e % "matrix.rocm",
+                 "PYTHON_VERSION": e % "matrix.python", "TORCH_INDEX": e % "matrix.torch_index",
+                 "LOCAL_VERSION": e % "matrix.label", "IMAGE": e % "matrix.container",
+                 "ROCBUILD_INSTALL": install, "ROCBUILD_JOB": JOB_SCRIPT.lstrip()}
+    run_job = ('if [ "$IMAGE" = none ]; then\n'
+               '  bash -euo pipefail -c "$ROCBUILD_JOB"\n'
+               'else\n'
+               '  docker run --rm --user 0 -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
+               '    -e RECIPE -e ARCH -e ROCM -e PYTHON_VERSION -e TORCH_INDEX -e LOCAL_VERSION -e ROCBUILD_INSTALL \\\n'
+               '    -e ROCBUILD_JOB "$IMAGE" bash -euo pipefail -c "$ROCBUILD_JOB"\n'
+               "fi")
+    steps: list[dict[str, Any]] = [{"uses": ACTIONS["checkout"]}]
+    if in_container and hosted:
+        steps.append({"name": "Free disk space for the ROCm image", "if": "matrix.container != 'none'",
+                      "run": FREE_DISK})
+    steps += [
+        {"name": "Restore the rocbuild cache (sdists, ccache, build cache)", "id": "cache",
+         "uses": ACTIONS["restore"],
+         "with": {"path": "\n".join(CACHED), "key": f"rocbuild-{cell}-${{{{ github.run_id }}}}",
+                  "restore-keys": f"rocbuild-{cell}-"}},
+        {"name": "Build", "run": run_job},
+        # Saved whatever the outcome: a build that failed or ran out of time still keeps its progress.
+        {"name": "Save the rocbuild cache", "if": "always()", "uses": ACTIONS["save"],
+         "with": {"path": "\n".join(CACHED), "key": e % "steps.cache.outputs.cache-primary-key"}},
+        {"uses": ACTIONS["upload"],
+         "with": {"name": f"wheels-{cell}", "path": "wheelhouse/manylinux/*.whl", "if-no-files-found": "error"}},
+    ]
+    return {
+        "name": "${{ matrix.name }} rocm${{ matrix.rocm }} py${{ matrix.python }} ${{ matrix.slug }}",
+        "runs-on": labels,
+        "timeout-minutes": BUILD_TIMEOUT,
+        "strategy": {"fail-fast": False, "matrix": {"include": [asdict(x) for x in matrix.entries]}},
+        "env": build_env,
+        "steps": steps,
+    }
+
+
+def _index_job(matrix: Matrix, install: str, labels: str | list[str], pages: bool) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {"uses": ACTIONS["checkout"]},
+        {"uses": ACTIONS["download"], "with": {"pattern": "wheels-*", "merge-multiple": True, "path": "wheelhouse"}},
+        {"name": "Per-ROCm indexes (wheelhouse/rocmX.Y/simple)", "run": 'bash -euo pipefail -c "$ROCBUILD_INDEX"'},
+        {"uses": ACTIONS["upload"], "with": {"name": "wheelhouse-index", "path": "wheelhouse",
+                                             "if-no-files-found": "error"}},
+    ]
+    if pages:
+        steps.append({"uses": ACTIONS["pages-upload"], "with": {"path": "wheelhouse"}})
+    return {
+        "needs": "build",
+        # The wheels of the cells that passed are published even when others failed.
+        "if": "${{ !cancelled() }}",
+        "runs-on": labels,
+        "timeout-minutes": 30,
+        "env": {"ROCBUILD_INSTALL": install, "PYTHON_VERSION": matrix.entries[0].python,
+                "ROCBUILD_INDEX": INDEX_SCRIPT.lstrip()},
+        "steps": steps,
+    }
 
 
 class _BlockDumper(yaml.SafeDumper):

@@ -25,8 +25,8 @@ def register(sub: Subparsers) -> None:
 
 def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.detect.arch import detect_archs
-    from rocbuild.verify.check import verify_paths
     from rocbuild.verify.text import format_verdict
+    from rocbuild.verify.verdict import verify_paths
 
     if args.arch is not None:
         archs, source = parse_verify_archs(args.arch), "--arch"

@@ -15,8 +15,9 @@ from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import PythonEnv, TorchInfo, rocm_torch_install
 from rocbuild.doctor.model import Check
 from rocbuild.verify.bundles import TargetId
-from rocbuild.verify.check import inspect_file, judge_file
 from rocbuild.verify.elf import ELF_MAGIC
+from rocbuild.verify.inputs import inspect_file
+from rocbuild.verify.rules import judge_file
 
 # Judged by the torch check, not file by file: torch's own libraries and the
 # CUDA runtime wheels a CUDA torch pulls in.

@@ -20,7 +20,7 @@ from rocbuild.fsutil import PART_SUFFIX, copier, file_sha256, stage
 from rocbuild.plan.model import Plan
 
 if TYPE_CHECKING:
-    from rocbuild.verify.check import Verdict
+    from rocbuild.verify.verdict import Verdict
 
 PROVENANCE_SCHEMA = 2
 MANIFEST = "rocbuild-manifest.json"

@@ -79,7 +79,32 @@ def make_plan(
 def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
             ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None,
             build_env: bool = True) -> Plan:
-    ctx: dict[str, Any] = {
+    ctx = _context(recipe, host, options, work)
+    r = Renderer(ctx)
+    refusals = _refusals(r, recipe, host, options)
+    # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+    recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
+    effective_ref = ref or recipe_ref
+    ctx["ref"] = effective_ref or ""
+    base_env = _base_env(r, recipe, host, work, cache)
+    modules = _names(r, recipe.requires.python)
+    env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
+                if build_env and any(e.kind == "wheel" for e in recipe.steps) else None)
+    requirements = _requirements(r, recipe, host, modules, with_build_env=env_plan is not None)
+    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
+    readable = _readable(recipe, host, work)
+    patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches if _applies(r, e))
+    wheel_python = env_plan.python if env_plan is not None else host.python.executable
+    steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps if _applies(r, entry))
+    has_wheels = any(s.kind == "wheel" for s in steps)
+    return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
+                steps, _checks(r, recipe, host, has_wheels), _local_label(recipe, host, r, local_version),
+                build_env=env_plan if has_wheels else None, refusals=refusals)
+
+
+def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs) -> dict[str, Any]:
+    """What templates see (recipe/templating.CONTEXT_NAMES)."""
+    return {
         "archs": list(host.archs),
         "arch": host.archs[0] if host.archs else "",
         "rocm": RocmView(host.rocm),
@@ -93,8 +118,10 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
         "ref": "",
         "recipe": {"name": recipe.name, "version": recipe.version},
     }
-    r = Renderer(ctx)
-    # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
+
+
+def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any]) -> tuple[tuple[str, RecipeError], ...]:
+    """`unsupported:` entries that apply: raised now, or (with `step:`) kept for the steps they refuse."""
     refusals = []
     for entry in recipe.unsupported:
         if _applies(r, entry):
@@ -102,10 +129,11 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
             if entry.value.step is None:
                 raise refusal
             refusals.append((entry.value.step, refusal))
-    recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
-    effective_ref = ref or recipe_ref
-    ctx["ref"] = effective_ref or ""
+    return tuple(refusals)
 
+
+def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Path | None) -> dict[str, str]:
+    """The environment every step gets: HIP's platform, ROCm's bin/, ccache, the recipe's `env:`."""
     base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
     if host.rocm.layout in ("rocm", "pip"):  # AMD's trees put hipcc in bin/
         rocm_bin = str(host.rocm.path / "bin")
@@ -118,53 +146,45 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     for name, cond in recipe.env:
         if _applies(r, cond):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
+    return base_env
 
-    def names(items: tuple[Any, ...]) -> tuple[str, ...]:
-        return tuple(r.text(c.value, c.pos, c.pos.key) for c in items
-                     if _applies(r, c))
 
-    modules = names(recipe.requires.python)
-    env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
-                if build_env and any(e.kind == "wheel" for e in recipe.steps) else None)
+def _names(r: Renderer, items: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(r.text(c.value, c.pos, c.pos.key) for c in items if _applies(r, c))
+
+
+def _requirements(r: Renderer, recipe: Recipe, host: Host, modules: tuple[str, ...], *,
+                  with_build_env: bool) -> Requirements:
     # With a build environment, the build modules are installed, not looked for; only what must come
     # from the target python itself is.
-    checked = tuple(m for m in modules if env_plan is None or m.split(".")[0] in FROM_TARGET_ONLY)
-    tools = names(recipe.requires.tools)
+    checked = tuple(m for m in modules if not with_build_env or m.split(".")[0] in FROM_TARGET_ONLY)
+    tools = _names(r, recipe.requires.tools)
     wanted = recipe.requires.torch
     torch = r.text(wanted.value, wanted.pos, wanted.pos.key) if wanted is not None and _applies(r, wanted) else None
-    requirements = Requirements(
+    return Requirements(
         rocm=recipe.requires.rocm,
         tools=tools,
         python_modules=modules,
-        cmake_packages=names(recipe.requires.cmake_packages),
+        cmake_packages=_names(r, recipe.requires.cmake_packages),
         python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
         torch=torch,
         torch_check_argv=probe_argv(host.python.executable) if torch else None,
         tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
     )
 
-    source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
-    readable = _readable(recipe, host, work)
-    patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches
-                    if _applies(r, e))
 
-    wheel_python = env_plan.python if env_plan is not None else host.python.executable
-    steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps
-                  if _applies(r, entry))
+def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool) -> tuple[Check, ...]:
     entries = [e for e in recipe.verify if _applies(r, e)]
     opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
     verify: list[Check] = []
-    if any(s.kind == "wheel" for s in steps):
+    if has_wheels:
         # Every wheel: nothing links CUDA, and device code covers every arch unless the recipe says
         # it has none of its own (`code-objects: false`).
         archs = () if opted_out else tuple(host.archs)
         where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
         verify.append(CodeObjectsCheck("device-code", where, archs, built_in=True))
     verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
-    return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
-                steps, tuple(verify), _local_label(recipe, host, r, local_version),
-                build_env=env_plan if any(s.kind == "wheel" for s in steps) else None,
-                refusals=tuple(refusals))
+    return tuple(verify)
 
 
 def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:

@@ -257,113 +257,175 @@ def bind_shell_values(script: str, values: list[str]) -> tuple[str, dict[str, st
     `-c` option or `<<<`), a template is refused. Command substitutions `$( )` and backticks are
     commands again, inside quotes too."""
     env = {VALUE_ENV.format(i + 1): v for i, v in enumerate(values)}
-    out: list[str] = []
-    # Open contexts, innermost last: "" (the script), "$(" and "`" (commands), "'", '"', "$'" (quotes),
-    # "$((" and "((" (arithmetic), "[[" (a conditional expression).
-    stack: list[str] = [""]
-    depth: list[int] = [0]  # unmatched "(" inside each context
-    heredocs: list[tuple[str, bool]] = []  # delimiters (and <<-) waiting for the end of the line
-    in_heredoc = False
-    i = 0
-    while i < len(script):
-        c, top = script[i], stack[-1]
-        ahead = script[i:i + 3]
-        if in_heredoc:
-            line_end = script.find("\n", i)
-            line = script[i:] if line_end < 0 else script[i:line_end]
-            if "\0" in line:
-                raise _could_be_code("inside a here-document")
-            out.append(line if line_end < 0 else line + "\n")
-            delimiter, strip_tabs = heredocs[0]
-            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                heredocs.pop(0)
-                in_heredoc = bool(heredocs)
-            i = len(script) if line_end < 0 else line_end + 1
-            continue
-        if c == "\0":
-            end = script.index("\0", i + 1)
-            where = _CONTEXT_NAMES.get(top) or next((_CONTEXT_NAMES[f] for f in stack if f in ("[[", "((", "$((")), None)
-            if where is None and re.search(r"(?:(?:^|[\s;&|(`])(?:eval|-c)\s+|<<<\s*|(?:^|[\s;&|(`])let\s[^;&|\n]*)$",
-                                           "".join(out)):
-                where = "after eval, let, -c or <<<"
-            if where is not None:
-                raise _could_be_code(where)
-            out.append('"${' + VALUE_ENV.format(script[i + 1:end]) + '}"')
-            i = end + 1
-            continue
-        command = top in ("", "$(", "`", "((", "$((", "[[")
-        if c == "\\" and top != "'" and script[i + 1:i + 2] != "\0":
-            out.append(script[i:i + 2])
-            i += 2
-            continue
-        step = 1
-        if top in ("'", "$'"):
-            if c == "'":
-                stack.pop()
-                depth.pop()
-        elif top == '"' and c == '"':
-            stack.pop()
-            depth.pop()
-        elif top == "`" and c == "`":
-            stack.pop()
-            depth.pop()
-        elif ahead == "$((" and top != "'":
-            stack.append("$((")
-            depth.append(0)
-            step = 3
-        elif ahead[:2] == "$(" and top != "'":
-            stack.append("$(")
-            depth.append(0)
-            step = 2
-        elif c == "`" and top != "'":
-            stack.append("`")
-            depth.append(0)
-        elif top == '"':
+    return _ShellScanner(script).run(), env
+
+
+# A value placed here is handed to an interpreter as code: after eval or -c, in a here-string, in let.
+_AS_CODE = re.compile(r"(?:(?:^|[\s;&|(`])(?:eval|-c)\s+|<<<\s*|(?:^|[\s;&|(`])let\s[^;&|\n]*)$")
+
+
+class _ShellScanner:
+    """One pass over a rendered shell script, keeping the open quoting contexts, innermost last: ""
+    (the script), "$(" and "`" (commands), "'", '"', "$'" (quotes), "$((" and "((" (arithmetic),
+    "[[" (a conditional expression). One method per kind of context; each consumes what it reads."""
+
+    def __init__(self, script: str):
+        self.script = script
+        self.out: list[str] = []
+        self.stack: list[str] = [""]
+        self.depth: list[int] = [0]  # unmatched "(" inside each context
+        self.heredocs: list[tuple[str, bool]] = []  # delimiters (and <<-) waiting for the end of the line
+        self.in_heredoc = False
+        self.i = 0
+
+    def run(self) -> str:
+        while self.i < len(self.script):
+            c, top = self.script[self.i], self.stack[-1]
+            if self.in_heredoc:
+                self._heredoc_line()
+            elif c == "\0":
+                self._value()
+            elif c == "\\" and top != "'" and self.script[self.i + 1:self.i + 2] != "\0":
+                self._emit(2)
+            elif top in ("'", "$'"):
+                self._in_single_quotes()
+            elif top == '"':
+                self._in_double_quotes()
+            else:
+                self._in_command()
+        return "".join(self.out)
+
+    # -- moving on ----------------------------------------------------------
+
+    def _ahead(self, n: int) -> str:
+        return self.script[self.i:self.i + n]
+
+    def _emit(self, n: int) -> None:
+        self.out.append(self.script[self.i:self.i + n])
+        self.i += n
+
+    def _push(self, context: str, n: int) -> None:
+        self.stack.append(context)
+        self.depth.append(0)
+        self._emit(n)
+
+    def _pop(self, n: int) -> None:
+        self.stack.pop()
+        self.depth.pop()
+        self._emit(n)
+
+    def _written_ends_with(self, pattern: str) -> bool:
+        return re.search(pattern, "".join(self.out)) is not None
+
+    # -- the contexts -------------------------------------------------------
+
+    def _value(self) -> None:
+        """A placeholder: refused where it could become code, else a quoted variable reference."""
+        end = self.script.index("\0", self.i + 1)
+        where = _CONTEXT_NAMES.get(self.stack[-1]) or next(
+            (_CONTEXT_NAMES[f] for f in self.stack if f in ("[[", "((", "$((")), None)
+        if where is None and _AS_CODE.search("".join(self.out)):
+            where = "after eval, let, -c or <<<"
+        if where is not None:
+            raise _could_be_code(where)
+        self.out.append('"${' + VALUE_ENV.format(self.script[self.i + 1:end]) + '}"')
+        self.i = end + 1
+
+    def _heredoc_line(self) -> None:
+        line_end = self.script.find("\n", self.i)
+        line = self.script[self.i:] if line_end < 0 else self.script[self.i:line_end]
+        if "\0" in line:
+            raise _could_be_code("inside a here-document")
+        self.out.append(line if line_end < 0 else line + "\n")
+        delimiter, strip_tabs = self.heredocs[0]
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            self.heredocs.pop(0)
+            self.in_heredoc = bool(self.heredocs)
+        self.i = len(self.script) if line_end < 0 else line_end + 1
+
+    def _in_single_quotes(self) -> None:
+        if self.script[self.i] == "'":
+            self._pop(1)
+        else:
+            self._emit(1)
+
+    def _in_double_quotes(self) -> None:
+        if self.script[self.i] == '"':
+            self._pop(1)
+        elif not self._substitution():
+            self._emit(1)
+
+    def _substitution(self) -> bool:
+        """`$((`, `$(` or a backtick opens (in a command or inside double quotes)."""
+        if self._ahead(3) == "$((":
+            self._push("$((", 3)
+        elif self._ahead(2) == "$(":
+            self._push("$(", 2)
+        elif self.script[self.i] == "`":
+            self._push("`", 1)
+        else:
+            return False
+        return True
+
+    def _in_command(self) -> None:
+        c, top = self.script[self.i], self.stack[-1]
+        if top == "`" and c == "`":
+            self._pop(1)
+        elif self._substitution():
             pass
         elif c == "'":
-            stack.append("$'" if script[i - 1:i] == "$" else "'")
-            depth.append(0)
+            self._push("$'" if self.script[self.i - 1:self.i] == "$" else "'", 1)
         elif c == '"':
-            stack.append('"')
-            depth.append(0)
-        elif top in ("$((", "((") and ahead[:2] == "))" and depth[-1] == 0:
-            stack.pop()
-            depth.pop()
-            step = 2
-        elif top == "[[" and ahead[:2] == "]]":
-            stack.pop()
-            depth.pop()
-            step = 2
-        elif command and ahead[:2] == "((" and re.search(r"(?:^|[\s;&|(])$", "".join(out)):
-            stack.append("((")
-            depth.append(0)
-            step = 2
-        elif command and ahead[:2] == "[[" and re.search(r"(?:^|[\s;&|(!])$", "".join(out)):
-            stack.append("[[")
-            depth.append(0)
-            step = 2
-        elif c == "(":
-            depth[-1] += 1
-        elif c == ")" and top == "$(" and depth[-1] == 0:
-            stack.pop()
-            depth.pop()
+            self._push('"', 1)
+        elif not (self._group() or self._paren() or self._heredoc_start()):
+            self._emit(1)
+
+    def _group(self) -> bool:
+        """Arithmetic `(( ))` and conditional `[[ ]]` groups, opened where a command starts."""
+        top, two = self.stack[-1], self._ahead(2)
+        if top in ("$((", "((") and two == "))" and self.depth[-1] == 0:
+            self._pop(2)
+        elif top == "[[" and two == "]]":
+            self._pop(2)
+        elif two == "((" and self._written_ends_with(r"(?:^|[\s;&|(])$"):
+            self._push("((", 2)
+        elif two == "[[" and self._written_ends_with(r"(?:^|[\s;&|(!])$"):
+            self._push("[[", 2)
+        else:
+            return False
+        return True
+
+    def _paren(self) -> bool:
+        c = self.script[self.i]
+        if c == "(":
+            self.depth[-1] += 1
+        elif c == ")" and self.stack[-1] == "$(" and self.depth[-1] == 0:
+            self._pop(1)
+            return True
         elif c == ")":
-            depth[-1] = max(depth[-1] - 1, 0)
-        elif len(stack) == 1 and ahead[:2] == "<<" and ahead != "<<<" and script[i - 1:i] != "<":
-            m = re.match(r"<<(-?)\s*(['\"]?)([^\s'\"<>;&|()]+)\2", script[i:])
+            self.depth[-1] = max(self.depth[-1] - 1, 0)
+        else:
+            return False
+        self._emit(1)
+        return True
+
+    def _heredoc_start(self) -> bool:
+        """`<<DELIM` (not `<<<`) at the top level: its body starts at the next line."""
+        if len(self.stack) != 1:
+            return False
+        if self._ahead(2) == "<<" and self._ahead(3) != "<<<" and self.script[self.i - 1:self.i] != "<":
+            m = re.match(r"<<(-?)\s*(['\"]?)([^\s'\"<>;&|()]+)\2", self.script[self.i:])
             if m:
-                heredocs.append((m.group(3), m.group(1) == "-"))
-                out.append(script[i:i + 2])
-                i += 2
-                continue
-        elif c == "\n" and heredocs and len(stack) == 1:
-            out.append(c)
-            in_heredoc = True
-            i += 1
-            continue
-        out.append(script[i:i + step])
-        i += step
-    return "".join(out), env
+                self.heredocs.append((m.group(3), m.group(1) == "-"))
+                self._emit(2)
+            else:
+                self._emit(1)
+            return True
+        if self.script[self.i] == "\n" and self.heredocs:
+            self._emit(1)
+            self.in_heredoc = True
+            return True
+        return False
 
 
 _CONTEXT_NAMES = {"'": "inside single quotes", '"': "inside double quotes", "$'": "inside $'...' quotes",

@@ -17,7 +17,7 @@ from rocbuild.progress import Progress
 from rocbuild.verify.install import install_wheels
 
 if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
-    from rocbuild.verify.check import Verdict
+    from rocbuild.verify.verdict import Verdict
 
 TAIL_LINES = 40
 KEPT_OUT = "the wheel was not put in the wheelhouse"
@@ -61,8 +61,8 @@ class Checker:
         return verdict
 
     def _code_objects(self, check: CodeObjectsCheck, wheels: list[Path]) -> Verdict:
-        from rocbuild.verify.check import verify_paths
         from rocbuild.verify.text import format_verdict
+        from rocbuild.verify.verdict import verify_paths
 
         label = f"verify {check.name}"
         started = self.progress.start(label, f"{', '.join(check.archs) or 'no archs'}; no CUDA libraries; "

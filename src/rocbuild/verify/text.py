@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocbuild.verify.check import FileFindings, Verdict
+from rocbuild.verify.verdict import FileFindings, Verdict
 
 
 def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool = True) -> str:

@@ -1,0 +1,73 @@
+"""The tree reads as the pipeline: checked from the source itself, so a change that breaks the shape
+fails here rather than in a reader's head."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rocbuild"
+# Folders by stage, in the order data flows: a module may import from its own folder, from a folder of
+# lower rank, and from the top-level helpers (rank 0), never from a folder above it.
+STAGES = {"cli": 10, "ci": 9, "engine": 8, "wheelhouse": 7, "doctor": 7, "verify": 6, "plan": 5, "recipe": 4,
+          "source": 3, "detect": 2, "roots": 1, "process": 1}
+# The only modules outside cli/ that may read os.environ: XDG folders, and a child's environment.
+ENVIRONMENT_READERS = {"paths.py", "process/runner.py"}
+
+
+def modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts): p for p in PACKAGE.rglob("*.py")}
+
+
+def stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in STAGES else None
+
+
+def imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rocbuild"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("rocbuild")}
+    return found
+
+
+def test_every_import_runs_down_the_pipeline():
+    upward = []
+    for name, path in modules().items():
+        here = stage_of(name)
+        for target in imports(path):
+            there = stage_of(target + ".x") if target.count(".") == 1 else stage_of(target)
+            if here is None and there is not None and name not in ("rocbuild.__main__",):
+                upward.append(f"{name} (top level) -> {target}")
+            elif here and there and here != there and STAGES[there] >= STAGES[here]:
+                upward.append(f"{name} -> {target}")
+    assert upward == []
+
+
+def test_at_most_ten_modules_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 10, top
+    assert set(STAGES) <= {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+
+
+def test_the_environment_is_read_at_the_edge():
+    readers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                     if p.parts[len(PACKAGE.parts)] != "cli" and ("os.environ" in p.read_text()
+                                                                  or "os.getenv" in p.read_text()))
+    assert set(readers) <= ENVIRONMENT_READERS, readers
+    plan = [p for p in (PACKAGE / "plan").rglob("*.py") if "os.environ" in p.read_text() or "os.getenv" in p.read_text()]
+    assert plan == []
+
+
+def test_no_function_is_longer_than_a_screen():
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > 80:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({length} lines)")
+    assert long == []
