@@ -48,3 +48,7 @@ def test_wheel_install_finds_recipes_and_patches(tmp_path):
     shipped = json.loads((REPO / "real-builds" / "results.json").read_text())
     status = json.loads(run("recipes", "status", "--json").stdout)
     assert {r["recipe"] for r in status if r["built_for_real"]} == {r["recipe"] for r in shipped}
+    # So does the recipe schema, which the starter recipe names for editors.
+    shipped_schema = run("recipes", "schema", "--path").stdout.strip()
+    assert shipped_schema.startswith(str(site)) and os.path.isfile(shipped_schema)
+    assert json.loads(open(shipped_schema).read()) == json.loads(run("recipes", "schema").stdout)

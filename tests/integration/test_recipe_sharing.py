@@ -183,7 +183,9 @@ def test_recipes_new_writes_a_starter_that_lints(cli, tmp_path, monkeypatch):
     code, out, err = cli("recipes", "new", "my-ext")
     assert code == 0, err
     path = tmp_path / "my-ext.yaml"
-    assert out.strip() == "my-ext.yaml" and path.read_text().startswith("# my-ext: a rocbuild recipe.")
+    first, second = path.read_text().splitlines()[:2]
+    assert out.strip() == "my-ext.yaml" and second.startswith("# my-ext: a rocbuild recipe.")
+    assert first.startswith("# yaml-language-server: $schema=file://") and first.endswith("/recipe.schema.json")
     code, out, err = cli("recipes", "lint", path)
     assert code == 0, err
     assert out.strip() == f"{path}: ok (my-ext 0.1.0, 1 steps)"

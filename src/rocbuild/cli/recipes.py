@@ -42,6 +42,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("name", metavar="SOURCE")
     p = action(acts, COMMAND, "sources", cmd_sources, "the recipe sources added")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "schema", cmd_schema, "the JSON Schema of recipe files (for editors and CI)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    p.add_argument("--path", action="store_true", help="print where the shipped copy is instead")
     p = action(acts, COMMAND, "status", cmd_status, "each recipe's last real build per ROCm release and arch set")
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--results", metavar="FILE",
@@ -81,7 +84,7 @@ def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
 
 def cmd_show(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.recipe import catalog
-    from rocbuild.recipe.load import read_recipe_text
+    from rocbuild.recipe.read import read_recipe_text
 
     found = catalog.resolve(args.name, _recipe_dirs(args, inv))
     sys.stdout.write(read_recipe_text(found.path))  # a recipe file, never any other file named
@@ -104,7 +107,7 @@ def cmd_lint(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe.load import NAME_RE
+    from rocbuild.recipe.shapes import NAME_RE
     from rocbuild.recipe.starter import starter_recipe
 
     name = args.name
@@ -174,6 +177,23 @@ def cmd_sources(args: argparse.Namespace, inv: Invocation) -> int:
             print(f"{s.name:<16} {s.kind:<4} {s.describe()}")
         if not rows:
             print("no recipe sources; add one with `rocbuild recipes add URL|PATH`")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe.schema import schema_file, schema_text
+
+    if args.path:
+        print(schema_file())
+        return 0
+    if args.output is None:
+        sys.stdout.write(schema_text())
+        return 0
+    try:
+        Path(args.output).write_text(schema_text())
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    print(args.output)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""The one seam through which processes start: the runner, process groups, interrupts."""

@@ -1,4 +1,4 @@
-"""invoke's local runner, starting an argv as the leader of its own process group (see proc.py)."""
+"""invoke's local runner, starting an argv as the leader of its own process group (see runner.py)."""
 
 from __future__ import annotations
 

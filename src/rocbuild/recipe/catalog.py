@@ -16,7 +16,7 @@ from pathlib import Path
 from rocbuild.errors import UsageError
 from rocbuild.recipe import Recipe, load_recipe
 from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
-from rocbuild.recipe.load import confined_recipe
+from rocbuild.recipe.read import confined_recipe
 from rocbuild.recipe.sources import load_sources
 
 

@@ -1,4 +1,5 @@
-"""Load a recipe file: YAML with positions -> validated Recipe (templates left unevaluated).
+"""Load a recipe file: YAML with positions -> validated Recipe (templates left unevaluated), section by
+section (the keys from recipe/keys.py, the generic checks from recipe/shapes.py).
 
 Every problem is a RecipeError naming file:line:column, the key path, the
 bad value and what is accepted; misspelt keys get a "did you mean".
@@ -9,23 +10,18 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import jinja2
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_RE
-from rocbuild.recipe import templating
+from rocbuild.recipe import keys, templating
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import (
-    RECIPE_SUFFIXES,
     SOURCE_FILE_ACCEPTED,
     TREE_PATH_ACCEPTED,
     find_patch_file,
@@ -41,7 +37,6 @@ from rocbuild.recipe.model import (
     Entry,
     Option,
     PatchKind,
-    Position,
     Recipe,
     Refusal,
     Requires,
@@ -49,7 +44,9 @@ from rocbuild.recipe.model import (
     StepKind,
     VerifyKind,
 )
-from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
+from rocbuild.recipe.read import is_path, read_recipe_text, same_folder
+from rocbuild.recipe.shapes import CONDITIONAL_KEYS, IDENT_RE, NAME_RE, ShapeReader, _show
+from rocbuild.recipe.yamlpos import Mark, YMap
 from rocbuild.source.spec import (
     FULL_SHA_RE,
     GIT_URLS_ACCEPTED,
@@ -60,60 +57,36 @@ from rocbuild.source.spec import (
     sdist_problem,
 )
 
-MAX_RECIPE_BYTES = 1 << 20
-# Options after which the next argv word is a program text (bash/sh -c, python -c, perl/node/ruby -e).
-CODE_OPTIONS = ("-c", "-e", "-E", "--eval", "--command", "-Command")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-# A tool on PATH or a CMake package: a plain name, never a path.
-PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
-IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENV_NAME_RE = IDENT_RE
-# Variables that run code nobody sees in the plan: startup files and exported functions of shells, the
-# dynamic loader's preloads and auditors, every git variable (config injection, helper programs) and the
-# folders git and other tools read configuration from (HOME: ~/.gitconfig's core.fsmonitor runs a
-# program), interpreters' startup hooks.
-CODE_RUNNING_ENV = re.compile(
-    r"^(?:BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_\w*|BASH_XTRACEFD"
-    r"|LD_PRELOAD|LD_AUDIT|LD_DEBUG\w*|LD_PROFILE\w*|LD_ORIGIN_PATH|GCONV_PATH|HOSTALIASES"
-    r"|GIT_\w*|SSH_ASKPASS|PAGER|EDITOR|VISUAL|HOME|XDG_CONFIG_HOME|XDG_CONFIG_DIRS"
-    r"|PYTHONSTARTUP|PYTHONINSPECT|PYTHONHOME|PYTHONEXECUTABLE|PYTHONUSERBASE|PYTHONSAFEPATH|PYTHONWARNINGS"
-    r"|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NODE_OPTIONS|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS"
-    r"|LESSOPEN|LESSCLOSE|MANPAGER|TERMINFO)$")
-KindT = TypeVar("KindT", bound=str)
 # Finds the recipe an `extends: NAME` means, searching `beside` first; raises UsageError (with a
 # "did you mean" hint) when there is none. The catalog provides the real one.
 RecipeFinder = Callable[[str, Path], Path]
 
-TOP_KEYS = {
-    "schema": True, "name": True, "version": True, "summary": False, "homepage": False,
-    "source": True, "requires": False, "options": False, "env": False,
-    "patches": False, "steps": False, "verify": False, "local-version": False, "output": False, "runpath": False,
-    "extends": False, "unsupported": False,
-}
-UNSUPPORTED_KEYS = {"when": True, "why": True, "step": False}
-OUTPUTS = ("wheel", "tree")
-RUNPATHS = ("as-built", "relative")
+# The key tables of each mapping (key -> required), from the file format's declaration (recipe/keys.py).
+TOP_KEYS = keys.required(keys.TOP)
+UNSUPPORTED_KEYS = keys.required(keys.UNSUPPORTED)
+OUTPUTS = tuple(keys.TOP["output"].shape["enum"])
+RUNPATHS = tuple(keys.TOP["runpath"].shape["enum"])
 TREE_VERIFY_KINDS = ("command",)
-SOURCE_KEYS = {"git": False, "path": False, "sdist": False, "ref": False, "commit": False, "submodules": False,
-               "sha256": False}
+SOURCE_KEYS = keys.required(keys.SOURCE)
 GIT_ONLY_KEYS = ("ref", "commit", "submodules")
-REQUIRES_KEYS = {"rocm": False, "tools": False, "python": False, "cmake-packages": False, "torch": False}
+REQUIRES_KEYS = keys.required(keys.REQUIRES)
 TORCH_FLAVOURS = ("rocm",)
-OPTION_KEYS = {"default": True, "choices": False, "multi": False, "help": False}
-COPY_KEYS = {"from": True, "to": True}
-REPLACE_KEYS = {"file": True, "find": True, "with": True, "count": False, "regex": False}
-LINK_KEYS = {"from": True, "into": True}
-STEP_COMMON = ("when", "name", "env", "cwd")
-CMAKE_KEYS = {"source": False, "build": False, "defines": False, "generator": False, "args": False}
-CMAKE_BUILD_KEYS = {"dir": False, "target": False, "jobs": False, "config": False}
-MAKE_KEYS = {"dir": False, "target": False, "args": False, "jobs": False}
-WHEEL_KEYS = {"dir": False, "args": False, "config-settings": False}
-CODE_OBJECT_KEYS = {"archs": False, "files": False, "links": False}
+OPTION_KEYS = keys.required(keys.OPTION)
+COPY_KEYS = keys.required(keys.COPY)
+REPLACE_KEYS = keys.required(keys.REPLACE)
+LINK_KEYS = keys.required(keys.LINK)
+STEP_COMMON = tuple(keys.STEP_COMMON)
+CMAKE_KEYS = keys.required(keys.CMAKE)
+CMAKE_BUILD_KEYS = keys.required(keys.CMAKE_BUILD)
+MAKE_KEYS = keys.required(keys.MAKE)
+WHEEL_KEYS = keys.required(keys.WHEEL)
+CODE_OBJECT_KEYS = keys.required(keys.CODE_OBJECTS)
+PATCH_COMMON = tuple(keys.PATCH_COMMON)
 LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-VERIFY_KEYS_EXTRA = ("expect", "when", "env", "name")
+VERIFY_KEYS_EXTRA = tuple(keys.VERIFY_COMMON)
 
 
 def load_recipe(path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
@@ -121,103 +94,19 @@ def load_recipe(path: str | Path, find_recipe: RecipeFinder | None = None) -> Re
     return load_recipe_text(read_recipe_text(path), path, find_recipe)
 
 
-def read_recipe_text(path: Path) -> str:
-    """A recipe file's text: a regular .yaml/.yml file of at most MAX_RECIPE_BYTES, in UTF-8."""
-    if path.suffix not in RECIPE_SUFFIXES or Path(os.path.realpath(path)).suffix not in RECIPE_SUFFIXES:
-        raise RecipeError("not a recipe file", file=str(path), accepted="a .yaml or .yml file")
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise RecipeError("not a regular file", file=str(path), accepted="a .yaml or .yml file")
-        if info.st_size > MAX_RECIPE_BYTES:
-            raise RecipeError(f"{info.st_size} bytes: larger than any recipe", file=str(path),
-                              accepted=f"at most {MAX_RECIPE_BYTES} bytes")
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_RECIPE_BYTES + 1)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise RecipeError("recipe file not found", file=str(path)) from None
-    except OSError as exc:
-        raise RecipeError(f"cannot read recipe: {exc.strerror}", file=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise RecipeError(f"not UTF-8 text (byte {exc.start})", file=str(path), accepted="a UTF-8 YAML file") from None
-    if len(data) > MAX_RECIPE_BYTES:
-        raise RecipeError("larger than any recipe", file=str(path), accepted=f"at most {MAX_RECIPE_BYTES} bytes")
-    return text
-
-
 def load_recipe_text(text: str, path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
-    return _Loader(text, Path(path), find_recipe or _same_folder).load()
+    return _Loader(text, Path(path), find_recipe or same_folder).load()
 
 
-def _same_folder(name: str, beside: Path) -> Path:
-    """Without a catalog, `extends:` finds only recipes in the extending recipe's own folder."""
-    if _is_path(name):
-        return confined_recipe(beside / name, [beside])
-    for suffix in RECIPE_SUFFIXES:
-        if (beside / (name + suffix)).is_file():
-            return confined_recipe(beside / (name + suffix), [beside])
-    raise UsageError(f"no recipe named {name!r} in {beside}")
+class _Loader(ShapeReader):
+    """The sections of a recipe, read through the generic shape checks (recipe/shapes.py)."""
 
-
-def _is_path(name: str) -> bool:
-    return Path(name).suffix in RECIPE_SUFFIXES or "/" in name
-
-
-def confined_recipe(path: Path, roots: list[Path]) -> Path:
-    """`path` when it is a recipe file (.yaml/.yml) that, links followed, lies inside one of `roots`;
-    a UsageError otherwise, which never shows the file's contents."""
-    real = Path(os.path.realpath(path))
-    if not real.is_file():
-        raise UsageError(f"no recipe file {path}")
-    if real.suffix not in RECIPE_SUFFIXES:
-        raise UsageError(f"{path} is not a .yaml or .yml recipe file")
-    if any(within(real, root, follow_links=True) for root in roots):
-        return path
-    raise UsageError(f"{path} is outside the recipe folders", hint="recipes extend recipes of their own folder "
-                     "or of a recipe folder (--recipes, ROCBUILD_RECIPES, recipe sources, built-in)")
-
-
-class _Loader:
     def __init__(self, text: str, path: Path, find_recipe: RecipeFinder):
-        self.text = text
-        self.path = path
+        super().__init__(text, path)
         self.find_recipe = find_recipe
-        self.texts = {str(path): text}  # every file read: this recipe and the ones it extends
         self.bases: list[tuple[Path, str]] = []
 
-    # -- errors -------------------------------------------------------------
-
-    def error(self, message: str, key: str | None, mark: Mark | None, **extra: Any) -> RecipeError:
-        line = mark.line if mark else None
-        column = mark.column if mark else None
-        file = (mark.file if mark else None) or str(self.path)
-        lines = self.texts.get(file, "").splitlines()
-        source_line = lines[line - 1] if line and 0 < line <= len(lines) else None
-        return RecipeError(
-            message, file=file, line=line, column=column, key=key,
-            source_line=source_line, **extra,
-        )
-
-    def pos(self, key: str, mark: Mark) -> Position:
-        return Position(mark.file or str(self.path), mark.line, mark.column, key)
-
     # -- extends ------------------------------------------------------------
-
-    def parse(self, text: str, path: Path) -> Any:
-        try:
-            return compose(text, str(path))
-        except TooComplex as exc:
-            raise self.error(f"invalid recipe: {exc.message}", None, exc.mark) from None
-        except DuplicateKey as dup:
-            raise self.error(f"duplicate key (first given at line {dup.first.line})", dup.key, dup.mark,
-                             value=dup.key, accepted="each key once per mapping") from None
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            m = Mark(mark.line + 1, mark.column + 1, str(path)) if mark else Mark(1, 1, str(path))
-            raise self.error(f"invalid YAML: {exc.problem or exc.context}", None, m) from None
-        except yaml.YAMLError as exc:
-            raise self.error(f"invalid YAML: {exc}", None, Mark(1, 1, str(path))) from None
 
     def extend(self, data: YMap, chain: list[Path]) -> YMap:
         """Follow `extends:` down to a recipe that extends nothing, merging on the way back."""
@@ -255,7 +144,7 @@ class _Loader:
         try:
             return self.find_recipe(name, beside.parent)
         except UsageError as exc:
-            if _is_path(name):
+            if is_path(name):
                 raise self.error(f"cannot extend {name!r}: {exc.message}", "extends", mark, value=name,
                                  accepted="a recipe name, or the path of a .yaml recipe inside this recipe's "
                                           "folder or another recipe folder") from None
@@ -263,172 +152,6 @@ class _Loader:
                              accepted="a recipe name (`rocbuild recipes`) or a path to a .yaml file",
                              suggestion=exc.hint.split("\n")[0] if exc.hint and "did you mean" in exc.hint
                              else None) from None
-
-    # -- generic shape checks -----------------------------------------------
-
-    def mapping(self, value: Any, key: str, mark: Mark | None, allowed: dict[str, bool]) -> YMap:
-        if not isinstance(value, YMap):
-            raise self.error("expected a mapping", key, mark, value=_show(value),
-                             accepted="keys " + ", ".join(allowed))
-        for name in value:
-            if name not in allowed:
-                close = difflib.get_close_matches(str(name), list(allowed), n=1, cutoff=0.6)
-                raise self.error("unknown key", _join(key, name), value.key_marks[name],
-                                 value=name, accepted=", ".join(allowed),
-                                 suggestion=close[0] if close else None)
-        for name, required in allowed.items():
-            if required and name not in value:
-                raise self.error(f"missing required key {name!r}", key, mark,
-                                 accepted=", ".join(k for k, r in allowed.items() if r) + " (required)")
-        return value
-
-    def string(self, value: Any, key: str, mark: Mark, *, what: str = "a string") -> str:
-        if isinstance(value, bool) or value is None or isinstance(value, (YMap, YList)):
-            hint = what
-            if isinstance(value, bool):
-                hint += " (YAML reads yes/no/on/off/true/false as booleans: quote the value)"
-            raise self.error(f"expected {what}", key, mark, value=_show(value), accepted=hint)
-        if isinstance(value, (int, float)):
-            # What was written, not what YAML made of it: `ref: 1.10` is not 1.1.
-            return str(getattr(value, "raw", str(value)))
-        if not isinstance(value, str):  # a date, bytes (!!binary), a set: not something a recipe writes
-            raise self.error(f"expected {what}, not a {type(value).__name__}", key, mark, value=str(value),
-                             accepted=what + " (quote it to keep YAML from reading it as a date or other type)")
-        if "\0" in value:
-            raise self.error("contains a NUL character, which no command, path or file can hold", key, mark,
-                             value=value, accepted=what + " without \\0")
-        return value
-
-    def template(self, value: str, key: str, mark: Mark) -> str:
-        if templating.is_template(value):
-            try:
-                unknown = templating.undeclared_names(value)
-            except jinja2.TemplateSyntaxError as exc:
-                raise self.error(f"template syntax error: {exc.message}", key, mark, value=value,
-                                 accepted="jinja2 expressions inside ${{ ... }}") from None
-            if unknown:
-                name = min(unknown)
-                close = difflib.get_close_matches(name, sorted(templating.CONTEXT_NAMES), n=2)
-                raise self.error(f"template uses undefined name {name!r}", key, mark, value=value,
-                                 accepted=", ".join(sorted(templating.CONTEXT_NAMES)),
-                                 suggestion=close or None)
-        return value
-
-    def tstring(self, value: Any, key: str, mark: Mark) -> str:
-        return self.template(self.string(value, key, mark), key, mark)
-
-    def boolean(self, value: Any, key: str, mark: Mark) -> bool:
-        if not isinstance(value, bool):
-            raise self.error("expected true or false", key, mark, value=_show(value), accepted="true, false")
-        return value
-
-    def seq(self, value: Any, key: str, mark: Mark | None, what: str) -> YList:
-        if not isinstance(value, YList):
-            raise self.error("expected a list", key, mark, value=_show(value), accepted=f"a list of {what}")
-        return value
-
-    def argv(self, value: Any, key: str, mark: Mark) -> tuple[str, ...]:
-        if isinstance(value, str):
-            raise self.error("expected an argv list, not a string", key, mark, value=value,
-                             accepted="a list such as [python, setup.py, bdist_wheel]; "
-                                      "use a `shell:` step for a shell command line")
-        items = self.seq(value, key, mark, "strings")
-        if not items:
-            raise self.error("argv list is empty", key, mark, accepted="a non-empty list of strings")
-        argv = tuple(self.tstring(v, f"{key}[{i}]", items.item_marks[i]) for i, v in enumerate(items))
-        for i, word in enumerate(argv[1:], start=1):
-            # The word after -c/-e is a script for bash, sh, python, perl, node...: a value spliced in
-            # there becomes code. Passed as an argument of its own it stays data.
-            if argv[i - 1] in CODE_OPTIONS and templating.is_template(word):
-                raise self.error(f"a ${{{{ }}}} value inside the script after {argv[i - 1]} would become code",
-                                 f"{key}[{i}]", items.item_marks[i], value=word,
-                                 accepted="the value as an argument of its own, e.g. [bash, -c, 'echo \"$1\"', "
-                                          "bash, '${{ options.msg }}'] or [python, -c, 'import sys; "
-                                          "print(sys.argv[1])', '${{ options.msg }}']")
-        return argv
-
-    def when(self, entry: YMap, key: str) -> str | None:
-        if "when" not in entry:
-            return None
-        value = entry["when"]
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return self.tstring(value, _join(key, "when"), entry.value_marks["when"])
-
-    def when_at(self, entry: YMap, key: str) -> Position | None:
-        return self.pos(_join(key, "when"), entry.value_marks["when"]) if "when" in entry else None
-
-    def env_map(self, value: Any, key: str, mark: Mark) -> tuple[tuple[str, Conditional], ...]:
-        if not isinstance(value, YMap):
-            raise self.error("expected a mapping of variable names to values", key, mark,
-                             value=_show(value), accepted="NAME: value, or NAME: {value: ..., when: ...}")
-        out = []
-        for name, raw in value.items():
-            ekey = _join(key, name)
-            kmark, vmark = value.key_marks[name], value.value_marks[name]
-            if not isinstance(name, str) or not ENV_NAME_RE.match(name):
-                raise self.error("not a valid environment variable name", ekey, kmark, value=name,
-                                 accepted="letters, digits and _, not starting with a digit")
-            if CODE_RUNNING_ENV.match(name):
-                raise self.error("this variable makes a shell, the dynamic loader, git or an interpreter run "
-                                 "code that no command in the plan shows", ekey, kmark, value=name,
-                                 accepted="variables that configure a build (CC, CXXFLAGS, CMAKE_*, HIP_*, PATH, ...)")
-            when, when_pos = None, None
-            if isinstance(raw, YMap):
-                self.mapping(raw, ekey, vmark, {"value": True, "when": False})
-                when, when_pos = self.when(raw, ekey), self.when_at(raw, ekey)
-                vmark = raw.value_marks["value"]
-                raw = raw["value"]
-                ekey = _join(ekey, "value")
-            text = self.tstring(raw, ekey, vmark)
-            out.append((name, Conditional(text, when, self.pos(ekey, vmark), when_pos)))
-        return tuple(out)
-
-    def names(self, value: Any, key: str, mark: Mark, pattern: re.Pattern[str] = PLAIN_NAME_RE,
-              what: str = "a name of letters, digits and . _ + - (no path)",
-              versions: dict[str, str] | None = None) -> tuple[Conditional, ...]:
-        """`versions`: where entries may carry `version:` (a PEP 440 specifier), collected by name."""
-        items = self.seq(value, key, mark, "names (or {name: ..., when: ...})")
-        out = []
-        for i, item in enumerate(items):
-            ikey, imark = f"{key}[{i}]", items.item_marks[i]
-            when, when_pos = None, None
-            if isinstance(item, YMap):
-                keys = {"name": True, "when": False, **({"version": False} if versions is not None else {})}
-                self.mapping(item, ikey, imark, keys)
-                when, when_pos = self.when(item, ikey), self.when_at(item, ikey)
-                if versions is not None and "version" in item:
-                    spec = self.string(item["version"], f"{ikey}.version", item.value_marks["version"])
-                    try:
-                        SpecifierSet(spec)
-                    except InvalidSpecifier:
-                        raise self.error("not a version specifier", f"{ikey}.version", item.value_marks["version"],
-                                         value=spec, accepted="PEP 440 specifiers, e.g. \">=3.22.1\"") from None
-                    versions[str(item["name"])] = spec
-                item, imark, ikey = item["name"], item.value_marks["name"], _join(ikey, "name")
-            text = self.tstring(item, ikey, imark)
-            if not templating.is_template(text) and not pattern.match(text):
-                raise self.error("not a valid name here", ikey, imark, value=text, accepted=what)
-            out.append(Conditional(text, when, self.pos(ikey, imark), when_pos))
-        return tuple(out)
-
-    def entry_kind(self, item: Any, key: str, mark: Mark, kinds: tuple[KindT, ...],
-                   extra: tuple[str, ...]) -> tuple[KindT, YMap]:
-        """The one kind key of an entry, as the member of `kinds` it names (so typed as that kind)."""
-        accepted = "one of " + ", ".join(kinds) + " (plus " + ", ".join(extra) + ")"
-        if not isinstance(item, YMap):
-            raise self.error("expected a mapping with one kind key", key, mark, value=_show(item), accepted=accepted)
-        found = [k for k in item if k in kinds]
-        for name in item:
-            if name not in kinds and name not in extra:
-                close = difflib.get_close_matches(str(name), list(kinds) + list(extra), n=1, cutoff=0.6)
-                raise self.error("unknown key", _join(key, name), item.key_marks[name], value=name,
-                                 accepted=accepted, suggestion=close[0] if close else None)
-        if len(found) != 1:
-            raise self.error("needs exactly one kind key" if not found else
-                             f"has more than one kind key ({', '.join(found)})", key, mark,
-                             value=sorted(item), accepted=accepted)
-        return next(k for k in kinds if k == found[0]), item
 
     # -- sections -----------------------------------------------------------
 
@@ -644,7 +367,7 @@ class _Loader:
         """`torch: rocm`, or `torch: {value: rocm, when: TEMPLATE}` where only some options need torch."""
         key, when, when_pos = "requires.torch", None, None
         if isinstance(raw, YMap):
-            self.mapping(raw, key, mark, {"value": True, "when": False})
+            self.mapping(raw, key, mark, CONDITIONAL_KEYS)
             when, when_pos = self.when(raw, key), self.when_at(raw, key)
             mark, raw, key = raw.value_marks["value"], raw["value"], "requires.torch.value"
         flavour = self.string(raw, key, mark)
@@ -697,7 +420,7 @@ class _Loader:
         out = []
         for i, item in enumerate(items):
             key, imark = f"patches[{i}]", items.item_marks[i]
-            kind, entry = self.entry_kind(item, key, imark, PATCH_KINDS, ("when",))
+            kind, entry = self.entry_kind(item, key, imark, PATCH_KINDS, PATCH_COMMON)
             bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
             body = entry[kind]
             if kind == "diff":
@@ -802,22 +525,6 @@ class _Loader:
             out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd,
                              when_pos=self.when_at(entry, key)))
         return tuple(out)
-
-    def string_map(self, raw: Any, key: str, mark: Mark, key_re: re.Pattern[str], what: str, form: str,
-                   keys_accepted: str) -> dict[str, str]:
-        """A mapping of names to (template) strings; YAML booleans become CMake's ON/OFF."""
-        if not isinstance(raw, YMap):
-            raise self.error(f"expected a mapping of {what}", key, mark, value=_show(raw), accepted=form)
-        out = {}
-        for name, value in raw.items():
-            k = f"{key}.{name}"
-            if not isinstance(name, str) or not key_re.match(name):
-                raise self.error(f"not a valid key for {what}", k, raw.key_marks[name], value=name,
-                                 accepted=keys_accepted)
-            if isinstance(value, bool):
-                value = "ON" if value else "OFF"
-            out[name] = self.tstring(value, k, raw.value_marks[name])
-        return out
 
     def step_body(self, kind: str, body: Any, key: str, mark: Mark) -> Any:
         if kind == "run":
@@ -935,10 +642,6 @@ class _Loader:
         return tuple(pats)
 
 
-def _join(prefix: str, name: Any) -> str:
-    return f"{prefix}.{name}" if prefix else str(name)
-
-
 def _unique(kind: str, taken: set[str]) -> str:
     if kind not in taken:
         return kind
@@ -948,9 +651,3 @@ def _unique(kind: str, taken: set[str]) -> str:
     return f"{kind}-{n}"
 
 
-def _show(value: Any) -> Any:
-    if isinstance(value, YMap):
-        return dict(value)
-    if isinstance(value, YList):
-        return list(value)
-    return value

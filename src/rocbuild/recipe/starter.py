@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from rocbuild.recipe.schema import schema_file
+
 STARTER = """\
+# yaml-language-server: $schema={schema}
 # {name}: a rocbuild recipe. Check it with `rocbuild recipes lint {name}.yaml`,
 # see every command it would run with `rocbuild plan {name}.yaml --arch gfx90a`,
 # build it with `rocbuild {name}.yaml --arch gfx90a`.
@@ -51,5 +54,6 @@ verify:
 
 
 def starter_recipe(name: str) -> str:
+    """The first line points editors (yaml-language-server: VS Code, Neovim, Helix...) at the shipped schema."""
     module = name.replace("-", "_").replace(".", "_")
-    return STARTER.format(name=name, module=module)
+    return STARTER.format(name=name, module=module, schema=schema_file().as_uri())

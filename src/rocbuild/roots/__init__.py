@@ -1,0 +1,1 @@
+"""Build roots: Debian userlands holding a real ROCm release, made, entered and changed."""

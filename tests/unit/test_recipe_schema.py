@@ -1,0 +1,84 @@
+"""The recipe JSON Schema: generated from the file format's declaration, shipped as the committed copy,
+and in agreement with the loader on real and broken recipes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from rocbuild.recipe import keys
+from rocbuild.recipe.load import load_recipe_text
+from rocbuild.recipe.model import PATCH_KINDS, STEP_KINDS, VERIFY_KINDS
+from rocbuild.recipe.schema import recipe_schema, schema_file, schema_text
+from rocbuild.recipe.starter import starter_recipe
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((REPO / "recipes").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    schema = recipe_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_the_shipped_schema_is_the_generated_one():
+    assert schema_file().read_text() == schema_text(), "run: rocbuild recipes schema -o docs/recipe.schema.json"
+
+
+def test_every_entry_kind_of_the_model_is_declared():
+    assert tuple(keys.STEP_BODIES) == STEP_KINDS
+    assert tuple(keys.PATCH_BODIES) == PATCH_KINDS
+    assert tuple(keys.VERIFY_BODIES) == VERIFY_KINDS
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_recipes_validate(validator, path):
+    assert [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))] == []
+
+
+def test_the_starter_names_the_schema_and_validates(validator, tmp_path):
+    text = starter_recipe("mypkg")
+    assert text.splitlines()[0] == f"# yaml-language-server: $schema={schema_file().as_uri()}"
+    assert list(validator.iter_errors(yaml.safe_load(text))) == []
+    load_recipe_text(text, tmp_path / "mypkg.yaml")  # and the loader agrees
+
+
+BASE = {"schema": 1, "name": "x", "version": "1.0", "source": {"git": "https://example.org/x.git"},
+        "steps": [{"wheel": None}]}
+
+
+@pytest.mark.parametrize("change", [
+    {"sorce": {"git": "https://example.org/x.git"}},  # unknown top-level key
+    {"steps": [{"cmake": {}, "make": {}}]},  # two kinds in one entry
+    {"steps": [{"run": []}]},  # an empty argv
+    {"source": {"git": "https://example.org/x.git", "path": "."}},  # two sources
+    {"patches": [{"replace": {"file": "a", "find": "b"}}]},  # replace without `with`
+    {"output": "folder"},
+    {"requires": {"torch": "cuda"}},
+    {"schema": 2},
+])
+def test_broken_recipes_fail_the_schema_and_the_loader(validator, tmp_path, change):
+    doc = {**BASE, **change}
+    assert list(validator.iter_errors(doc)), doc
+    with pytest.raises(Exception) as failed:
+        load_recipe_text(yaml.safe_dump(doc), tmp_path / "x.yaml")
+    assert type(failed.value).__name__ == "RecipeError"
+
+
+def test_an_extending_recipe_is_checked_for_its_keys_only(validator):
+    assert list(validator.iter_errors({"extends": "hello-hip", "steps+": [{"run": ["true"]}]})) == []
+    assert list(validator.iter_errors({"extends": "hello-hip", "stepz": []}))
+
+
+def test_the_command_prints_it(tmp_path):
+    from rocbuild.cli.app import main
+
+    out = tmp_path / "schema.json"
+    assert main(["recipes", "schema", "-o", str(out)]) == 0
+    assert json.loads(out.read_text()) == recipe_schema()
