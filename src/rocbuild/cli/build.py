@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from rocbuild.cli.common import ROOT_HELP, Invocation, Subparsers, dump
-from rocbuild.plan.model import Plan
 from rocbuild.plan.request import BuildRequest
+
+if TYPE_CHECKING:  # the planner and what it loads are imported when a command runs, not for --help
+    from rocbuild.plan.model import Plan
 
 
 def register(sub: Subparsers) -> None:

@@ -7,11 +7,13 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocbuild.cli.common import Invocation, Subparsers, action, actions, dump
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.recipe.catalog import RecipeDirs
+
+if TYPE_CHECKING:  # the recipe loader is imported when a command runs, not for --help
+    from rocbuild.recipe.catalog import RecipeDirs
 
 COMMAND = "recipes"
 
@@ -58,6 +60,8 @@ def _dirs(p: argparse.ArgumentParser) -> None:
 
 
 def _recipe_dirs(args: argparse.Namespace, inv: Invocation) -> RecipeDirs:
+    from rocbuild.recipe.catalog import RecipeDirs
+
     return RecipeDirs.of(args.recipes, inv.environ)
 
 

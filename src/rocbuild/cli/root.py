@@ -7,14 +7,13 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocbuild.cli.common import Invocation, Subparsers, action, actions
 from rocbuild.errors import UsageError
-from rocbuild.paths import cache_root, config_root
-from rocbuild.progress import Progress
-from rocbuild.roots import enter
-from rocbuild.roots.apt import install_packages, run_in
-from rocbuild.roots.store import all_roots, check_name, find_root, remove_root
+
+if TYPE_CHECKING:  # the roots' modules are imported when a command runs, not for --help
+    from rocbuild.roots.enter import Share
 
 COMMAND = "root"
 ROOT_FLAGS = ("--root",)
@@ -54,6 +53,8 @@ def _mirror(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.roots.store import all_roots
+
     roots = all_roots()
     if args.json:
         print(json.dumps([r.to_json() for r in roots], indent=2))
@@ -69,22 +70,33 @@ def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_path(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.roots.store import find_root
+
     print(find_root(args.name).tree)
     return 0
 
 
 def cmd_remove(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.roots.store import remove_root
+
     print(f"removed {remove_root(args.name)}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.roots.apt import run_in
+    from rocbuild.roots.store import find_root
+
     if not args.command:
         raise UsageError("usage: rocbuild root run NAME -- COMMAND [ARG...]")
     return run_in(find_root(args.name), args.command, inv.environ)
 
 
 def cmd_install(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.progress import Progress
+    from rocbuild.roots.apt import install_packages
+    from rocbuild.roots.store import find_root
+
     root = find_root(args.name)
     if not args.packages:
         raise UsageError(f"usage: rocbuild root install {args.name} PACKAGE...")
@@ -107,8 +119,10 @@ def cmd_suites(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_create(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.progress import Progress
     from rocbuild.roots.archive import Archive, resolve_mirror
     from rocbuild.roots.create import create_root, describe_installed
+    from rocbuild.roots.store import check_name
 
     if not args.rocm:
         raise UsageError("root create: which ROCm? give --rocm X.Y (see `rocbuild root suites`)")
@@ -141,8 +155,11 @@ def without_root_flag(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def shares_of(args: argparse.Namespace) -> list[enter.Share]:
+def shares_of(args: argparse.Namespace) -> list[Share]:
     """The folders of this machine the command names, shared at the same paths inside the root."""
+    from rocbuild.paths import cache_root, config_root
+    from rocbuild.roots import enter
+
     shares = [enter.Share(cache_root().resolve(), True, "the cache folder")]
     if config_root().is_dir():
         shares.append(enter.Share(config_root().resolve(), False, "the config folder"))
@@ -177,5 +194,8 @@ def with_root_python(args: argparse.Namespace, argv: list[str]) -> list[str]:
 
 def run_in_root(args: argparse.Namespace, inv: Invocation) -> int:
     """`--root NAME`: the same command, run again inside the root."""
+    from rocbuild.roots import enter
+    from rocbuild.roots.store import find_root
+
     root = find_root(args.root)
     return enter.run_inside(root, with_root_python(args, without_root_flag(inv.argv)), shares_of(args), inv.environ)
