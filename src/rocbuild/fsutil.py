@@ -6,12 +6,14 @@ rocbuild's own small files (stamps, locks, the recipe source registry).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -82,3 +84,18 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+@contextmanager
+def exclusive(lock: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on the file `lock` (made if missing) while the block runs; processes that
+    share a folder take turns. `waiting` is called once when another process holds it first."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield

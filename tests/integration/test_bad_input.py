@@ -104,3 +104,54 @@ def test_verify_skips_a_fifo_inside_a_folder(cli, tmp_path):
     os.mkfifo(folder / "lib.so")
     code, out, err = cli("verify", folder, "--arch", "gfx90a")
     assert code == 1 and "Traceback" not in err  # no device code found: a verdict, not a hang
+
+
+def test_an_argument_that_is_not_utf8_is_refused_before_anything_runs(tmp_path, rocm61):
+    """Real argv bytes, as a shell passes them: Python keeps them as surrogates, which no log or JSON takes."""
+    import subprocess
+    import sys
+
+    work = os.fsencode(tmp_path) + b"/w\xff"
+    for form in ([b"--work", work], [b"--work=" + work]):
+        done = subprocess.run([os.fsencode(sys.executable), b"-m", b"rocbuild", b"build", b"hello-hip", b"--arch",
+                               b"gfx90a", b"--rocm", os.fsencode(rocm61), *form], capture_output=True, check=False,
+                              env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
+        err = done.stderr.decode()
+        assert done.returncode == 2, err
+        assert "--work" in err and "\\xff" in err and "not UTF-8" in err and "Traceback" not in err
+    assert not os.path.exists(work) and not (tmp_path / "cache").exists()
+
+
+def test_a_local_label_too_long_for_a_file_name_is_exit_2_before_anything_runs(cli, recipe, tmp_path, rocm61):
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w",
+                       "--local-version", "a" * 300)
+    assert code == 2 and "--local-version" in err and "300 characters" in err and "at most 64" in err
+    assert not (tmp_path / "w").exists()
+    recipe.write_text(recipe.read_text() + "local-version: " + "b" * 100 + "\n")
+    code, _, err = cli("recipes", "lint", recipe)
+    assert code == 2 and f"{recipe}:13:16: error: local-version: 100 characters" in err
+
+
+@pytest.mark.parametrize("line", [3, 9])
+def test_a_control_character_is_reported_at_its_line_with_its_key(cli, recipe, line):
+    lines = recipe.read_text().splitlines()
+    lines[line - 1] = lines[line - 1] + " # x\x01y"
+    recipe.write_text("\n".join(lines) + "\n")
+    code, _, err = cli("recipes", "lint", recipe)
+    column = len(lines[line - 1]) - 1
+    key = {3: "version", 9: "steps[1].name"}[line]
+    assert code == 2 and f"{recipe}:{line}:{column}: error: {key}: invalid YAML: character U+0001" in err, err
+
+
+def test_a_file_that_is_not_utf8_is_reported_at_its_line(cli, recipe):
+    recipe.write_bytes(recipe.read_bytes().replace(b"version: \"1.0\"", b"version: \"1.0\" # caf\xe9"))
+    code, _, err = cli("recipes", "lint", recipe)
+    assert code == 2 and f"{recipe}:3:21: error: version: not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_a_commit_that_renders_to_no_hash_is_reported_at_its_line(cli, tmp_path, rocm61):
+    recipe = tmp_path / "c.yaml"
+    recipe.write_text("schema: 1\nname: c\nversion: '1.0'\noptions:\n  pin: {default: abc}\nsource:\n"
+                      "  git: https://example.org/c.git\n  commit: \"${{ options.pin }}\"\nsteps:\n  - run: [echo]\n")
+    code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 2 and f"{recipe}:8:11: error: source.commit:" in err and "'abc'" in err

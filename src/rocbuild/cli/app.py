@@ -50,6 +50,20 @@ def normalised(argv: list[str], commands: Sequence[str]) -> list[str]:
     return argv
 
 
+def check_text(argv: Sequence[str]) -> None:
+    """Every argument must be text: a path or value with bytes that are not UTF-8 (Python keeps them as
+    surrogates) cannot go into the logs, JSON files and commands a build writes."""
+    for i, item in enumerate(argv):
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            flag, value = item.split("=", 1) if item.startswith("--") and "=" in item else (
+                argv[i - 1] if i and argv[i - 1].startswith("-") else "argument", item)
+            shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise UsageError(f"{flag} {shown}: holds bytes that are not UTF-8 text",
+                             hint="give paths and values in UTF-8 (rename the folder, or choose another one)") from None
+
+
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -69,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         commands = next(list(a.choices) for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         args_list = normalised(list(sys.argv[1:] if argv is None else argv), commands)
+        check_text(args_list)
         args = parse(parser, args_list)
         if args.command is None:
             parser.print_help()

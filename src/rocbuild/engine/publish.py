@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ from rocbuild import __version__
 from rocbuild.engine.identity import BuildIdentity
 from rocbuild.engine.relabel import rewrite_wheel
 from rocbuild.errors import StepFailed
-from rocbuild.fsutil import PART_SUFFIX, copier, file_sha256, stage
+from rocbuild.fsutil import PART_SUFFIX, copier, exclusive, file_sha256, stage
 from rocbuild.plan.model import Plan
 
 if TYPE_CHECKING:
@@ -54,8 +53,7 @@ def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Pa
 @contextmanager
 def wheelhouse_lock(folder: Path) -> Iterator[None]:
     """Every rocbuild writing into a wheelhouse holds this while it does."""
-    with open(folder / f".{MANIFEST}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with exclusive(folder / f".{MANIFEST}.lock"):
         yield
 
 

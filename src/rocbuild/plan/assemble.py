@@ -9,7 +9,7 @@ from typing import Any
 
 from rocbuild.detect.host import Host
 from rocbuild.errors import UsageError
-from rocbuild.labels import LOCAL_LABEL_RE
+from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
 from rocbuild.paths import WorkDirs, cache_root, short_hash
 from rocbuild.plan.model import Plan
 from rocbuild.plan.options import resolve_options
@@ -94,8 +94,9 @@ def local_version(label: str | None) -> str | None:
         return None
     if label in ("", "none"):
         return ""
-    if not LOCAL_LABEL_RE.match(label):
-        raise UsageError(f"--local-version {label!r}: not a PEP 440 local version label",
-                         hint="accepted: letters and digits separated by '.', '_' or '-' (e.g. rocm6.1), or 'none'")
+    problem = local_label_problem(label)
+    if problem is not None:
+        shown = label if len(label) <= 80 else label[:77] + "..."
+        raise UsageError(f"--local-version {shown!r}: {problem}", hint=f"accepted: {LOCAL_LABEL_ACCEPTED}, or 'none'")
     return label
 

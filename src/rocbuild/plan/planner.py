@@ -15,7 +15,7 @@ from rocbuild.detect.host import Host
 from rocbuild.detect.torch import probe_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
-from rocbuild.labels import LOCAL_LABEL_RE
+from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, make_build_env
 from rocbuild.plan.model import (
@@ -83,7 +83,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     r = Renderer(ctx)
     refusals = _refusals(r, recipe, host, options)
     # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
-    recipe_ref = r.text(recipe.source.ref, None, "source.ref") if recipe.source.ref else None
+    recipe_ref = r.text(recipe.source.ref, recipe.position("source.ref"), "source.ref") if recipe.source.ref else None
     effective_ref = ref or recipe_ref
     ctx["ref"] = effective_ref or ""
     base_env = _base_env(r, recipe, host, work, cache)
@@ -210,12 +210,22 @@ def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) 
     if recipe.local_version is None:
         v = host.rocm.version
         return f"rocm{v.major}.{v.minor}" if v is not None else ""
-    label = r.text(recipe.local_version, None, "local-version")
-    if label and not LOCAL_LABEL_RE.match(label):
-        raise RecipeError("local-version renders to something that is not a PEP 440 local label",
-                          file=str(recipe.path), key="local-version", value=label,
-                          accepted="letters and digits separated by '.', '_' or '-', e.g. rocm6.1")
+    pos = recipe.position("local-version")
+    label = r.text(recipe.local_version, pos, "local-version")
+    problem = local_label_problem(label) if label else None
+    if problem is not None:
+        what = "something that is not a PEP 440 local label" if problem.startswith("not ") else problem
+        raise RecipeError(f"local-version renders to {what}", **_at(recipe, "local-version"), value=label,
+                          accepted=LOCAL_LABEL_ACCEPTED)
     return label
+
+
+def _at(recipe: Recipe, key: str) -> dict[str, Any]:
+    """file, line and column of a key the loader kept the position of (else the file alone), and the key."""
+    pos = recipe.position(key)
+    if pos is None:
+        return {"file": str(recipe.path), "key": key}
+    return {"file": pos.file, "line": pos.line, "column": pos.column, "key": key}
 
 
 def _verify_step(entry: Entry[VerifyKind], r: Renderer, host: Host) -> Check:
@@ -263,12 +273,14 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
         try:
             check_ref(ref, "source.ref")
         except UsageError as exc:
-            raise RecipeError(exc.message, file=str(recipe.path), key="source.ref", value=ref,
+            raise RecipeError(exc.message, **_at(recipe, "source.ref"), value=ref,
                               accepted="a branch, tag or commit id") from None
-    commit = None if overridden or not src.commit else r.text(src.commit, None, "source.commit").lower()
+    commit = (None if overridden or not src.commit
+              else r.text(src.commit, recipe.position("source.commit"), "source.commit").lower())
     if commit is not None and not FULL_SHA_RE.match(commit):
-        raise RecipeError("source.commit renders to something that is not a whole commit id", file=str(recipe.path),
-                          key="source.commit", value=commit, accepted="the commit's full 40 hexadecimal digits")
+        raise RecipeError("source.commit renders to something that is not a whole commit id",
+                          **_at(recipe, "source.commit"), value=commit,
+                          accepted="the commit's full 40 hexadecimal digits")
     return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
                      submodules=src.submodules, ref_overridden=overridden)
 

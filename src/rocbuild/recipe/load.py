@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from rocbuild.errors import RecipeError, UsageError
-from rocbuild.labels import LOCAL_LABEL_RE
+from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
 from rocbuild.recipe import keys, templating
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import (
@@ -37,6 +37,7 @@ from rocbuild.recipe.model import (
     Entry,
     Option,
     PatchKind,
+    Position,
     Recipe,
     Refusal,
     Requires,
@@ -214,7 +215,18 @@ class _Loader(ShapeReader):
                                          tuple(e.name or e.kind for e in steps)),
             bases=tuple(self.bases),
             patch_dirs=tuple(self.patch_dirs()),
+            positions=self.positions(top),
         )
+
+    def positions(self, top: YMap) -> dict[str, Position]:
+        out = {}
+        if "local-version" in top:
+            out["local-version"] = self.pos("local-version", top.value_marks["local-version"])
+        source = top["source"]
+        for key in ("ref", "commit"):
+            if isinstance(source, YMap) and key in source:
+                out[f"source.{key}"] = self.pos(f"source.{key}", source.value_marks[key])
+        return out
 
     def unsupported(self, value: Any, mark: Mark | None, step_names: tuple[str, ...]) -> tuple[Conditional, ...]:
         """Combinations (of ROCm, options, targets) the recipe knows cannot build: each a `when:` and a
@@ -265,10 +277,10 @@ class _Loader(ShapeReader):
         if raw is None:
             return ""
         value = self.tstring(raw, "local-version", vm["local-version"])
-        if value and not templating.is_template(value) and not LOCAL_LABEL_RE.match(value):
-            raise self.error("not a PEP 440 local version label", "local-version", vm["local-version"],
-                             value=value, accepted="letters and digits separated by '.', '_' or '-' "
-                             "(e.g. rocm6.1), or \"\" for none")
+        problem = local_label_problem(value) if value and not templating.is_template(value) else None
+        if problem is not None:
+            raise self.error(problem, "local-version", vm["local-version"],
+                             value=value, accepted=LOCAL_LABEL_ACCEPTED + ", or \"\" for none")
         return value
 
     def source(self, value: Any, mark: Mark) -> Source:

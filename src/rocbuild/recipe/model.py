@@ -129,6 +129,9 @@ class Recipe:
     unsupported: tuple[Conditional, ...] = ()  # value: a Refusal; refused when its `when:` renders true
     bases: tuple[tuple[Path, str], ...] = ()  # the recipes it extends (path, text), nearest first
     patch_dirs: tuple[Path, ...] = ()  # where `diff:` names were found: beside it, then beside its bases
+    # Where the scalar templates rendered only when planning were written (source.ref, source.commit,
+    # local-version): an error in what they render to points there.
+    positions: dict[str, Position] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -141,6 +144,9 @@ class Recipe:
     @property
     def directory(self) -> Path:
         return self.path.parent
+
+    def position(self, key: str) -> Position | None:
+        return self.positions.get(key)
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)

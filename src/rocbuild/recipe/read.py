@@ -10,6 +10,7 @@ from pathlib import Path
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
 from rocbuild.recipe.files import RECIPE_SUFFIXES
+from rocbuild.recipe.yamlpos import key_path_at
 
 MAX_RECIPE_BYTES = 1 << 20
 
@@ -33,7 +34,14 @@ def read_recipe_text(path: Path) -> str:
     except OSError as exc:
         raise RecipeError(f"cannot read recipe: {exc.strerror}", file=str(path)) from None
     except UnicodeDecodeError as exc:
-        raise RecipeError(f"not UTF-8 text (byte {exc.start})", file=str(path), accepted="a UTF-8 YAML file") from None
+        before = data[:exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", errors="replace")) + 1
+        shown = data.decode("utf-8", errors="replace")
+        raise RecipeError(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.end]!r})", file=str(path),
+                          line=line, column=column, key=key_path_at(shown, line),
+                          source_line=shown.splitlines()[line - 1] if line <= len(shown.splitlines()) else None,
+                          accepted="a UTF-8 YAML file (save it as UTF-8)") from None
     if len(data) > MAX_RECIPE_BYTES:
         raise RecipeError("larger than any recipe", file=str(path), accepted=f"at most {MAX_RECIPE_BYTES} bytes")
     return text

@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from rocbuild.errors import RecipeError
 from rocbuild.recipe import keys, templating
 from rocbuild.recipe.model import Conditional, Position
-from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose
+from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose, key_path_at
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 # A tool on PATH or a CMake package: a plain name, never a path.
@@ -84,6 +84,13 @@ class ShapeReader:
             mark = exc.problem_mark or exc.context_mark
             m = Mark(mark.line + 1, mark.column + 1, str(path)) if mark else Mark(1, 1, str(path))
             raise self.error(f"invalid YAML: {exc.problem or exc.context}", None, m) from None
+        except yaml.reader.ReaderError as exc:  # a character YAML refuses (a control character, say)
+            line = text.count("\n", 0, exc.position) + 1
+            column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+            char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+            raise self.error(f"invalid YAML: character {char} is not allowed in a recipe",
+                             key_path_at(text, line), Mark(line, column, str(path)),
+                             accepted="printable text (tabs and line breaks are fine)") from None
         except yaml.YAMLError as exc:
             raise self.error(f"invalid YAML: {exc}", None, Mark(1, 1, str(path))) from None
 

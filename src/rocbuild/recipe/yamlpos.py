@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,3 +130,45 @@ def _convert(node: Node, conv: _Converter, parents: tuple[int, ...]) -> object:
             out.value_marks[key] = _mark(value_node)
         return out
     raise TypeError(f"unexpected YAML node {node!r}")  # pragma: no cover - yaml has no other kinds
+
+
+def key_path_at(text: str, line: int) -> str | None:
+    """The key path (`source.commit`, `steps[1].name`) that line `line` (1-based) of a YAML text belongs
+    to, read from the indentation of the lines above it: for messages about text the parser could not read."""
+    lines = text.splitlines()
+    if not 0 < line <= len(lines):
+        return None
+    path: list[str] = []
+    limit: int | None = None  # the indentation a line must be below to be an enclosing key
+    for number in range(line - 1, -1, -1):
+        m = _KEY_LINE.match(lines[number])
+        if m is None:
+            continue
+        dash = len(m.group(1))
+        indent = dash + len(m.group(2) or "")
+        if limit is not None and indent >= limit:
+            continue
+        path.insert(0, m.group(3))
+        if m.group(2):  # an item of a list: its index joins the key of the list
+            path.insert(0, f"[{_item_index(lines, number, dash)}]")
+        limit = dash if m.group(2) else indent
+        if limit == 0:
+            break
+    return re.sub(r"\.\[", "[", ".".join(path)) or None
+
+
+def _item_index(lines: list[str], number: int, dash: int) -> int:
+    """How many items of the same list stand above line `number` (whose "- " is at column `dash`)."""
+    index = 0
+    for above in range(number - 1, -1, -1):
+        text = lines[above]
+        stripped = len(text) - len(text.lstrip(" "))
+        if text.strip() == "" or text.lstrip().startswith("#") or stripped > dash:
+            continue
+        if stripped < dash or not text[stripped:].startswith("- "):
+            break
+        index += 1
+    return index
+
+
+_KEY_LINE = re.compile(r"^( *)(- +)?([A-Za-z0-9_.+-]+)\s*:(?:\s|$)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocbuild.errors import StepFailed
-from rocbuild.fsutil import file_sha256
+from rocbuild.fsutil import exclusive, file_sha256
 from rocbuild.source.spec import GitSource
 
 if TYPE_CHECKING:  # GitPython costs ~40 ms to import; a build from a folder never needs it
@@ -32,27 +32,42 @@ def _command(log: Log, argv: list[str]) -> None:
 
 
 def resolve_git(spec: GitSource, log: Log) -> tuple[str, bool]:
-    """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?)."""
+    """The commit the spec names, using (and filling) the mirror. Returns (sha, downloaded?).
+    Builds that share a cache (CI cells on one runner) take turns on a mirror: one makes or updates
+    it while the others wait, then find it made."""
+    mirror = Path(spec.mirror)
+    with exclusive(mirror.with_name(mirror.name + ".lock"),
+                   lambda: log(f"waiting: another rocbuild is filling the mirror of {spec.url}")):
+        return _resolve_in_mirror(spec, mirror, log)
+
+
+def _make_mirror(spec: GitSource, mirror: Path, log: Log) -> None:
     import git
     from git.exc import GitCommandError
 
-    mirror = Path(spec.mirror)
+    log(f"mirroring {spec.url} into {mirror}")
+    tmp = mirror.with_name(mirror.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _command(log, ["git", "clone", "--mirror", spec.url, str(tmp)])
+    try:
+        git.Repo.clone_from(spec.url, tmp, mirror=True)
+    except GitCommandError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StepFailed(f"cannot clone {spec.url}: {_git_message(exc)}") from None
+    except BaseException:  # interrupted: no half-made mirror is left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(mirror, ignore_errors=True)  # a folder without HEAD: what a killed clone left
+    os.replace(tmp, mirror)
+
+
+def _resolve_in_mirror(spec: GitSource, mirror: Path, log: Log) -> tuple[str, bool]:
+    import git
+    from git.exc import GitCommandError
+
     downloaded = False
     if not (mirror / "HEAD").is_file():
-        log(f"mirroring {spec.url} into {mirror}")
-        tmp = mirror.with_name(mirror.name + f".tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        _command(log, ["git", "clone", "--mirror", spec.url, str(tmp)])
-        try:
-            git.Repo.clone_from(spec.url, tmp, mirror=True)
-        except GitCommandError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise StepFailed(f"cannot clone {spec.url}: {_git_message(exc)}") from None
-        except BaseException:  # interrupted: no half-made mirror is left behind
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        os.replace(tmp, mirror)
+        _make_mirror(spec, mirror, log)
         downloaded = True
     repo = git.Repo(mirror)
     want = spec.ref or "HEAD"
