@@ -35,8 +35,8 @@ def test_first_builds_started_at_once_share_one_mirror(tmp_path, rocm61):
     for round_ in range(2):
         cache = tmp_path / f"cache{round_}"
         env = dict(os.environ, XDG_CACHE_HOME=str(cache))
-        runs = [subprocess.Popen([sys.executable, "-m", "rocbuild", "prepare", str(recipe), "--rocm", str(rocm61), "--arch", "gfx90a",
-                                  "--work", str(tmp_path / f"w{round_}-{i}")], env=env, stdout=subprocess.PIPE,
+        argv = [sys.executable, "-m", "rocbuild", "prepare", str(recipe), "--rocm", str(rocm61), "--arch", "gfx90a"]
+        runs = [subprocess.Popen([*argv, "--work", str(tmp_path / f"w{round_}-{i}")], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for i in range(4)]
         results = [(p.wait(timeout=300), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "")
                    for p in runs]
