@@ -149,6 +149,12 @@ def _hipcc_missing() -> str | None:
     return None if shutil.which("hipcc") else f"hipcc not found on PATH (Debian/Ubuntu: {HIP_INSTALL})"
 
 
+def _mingw_missing() -> str | None:
+    missing = [t for t in ("as", "ld", "dlltool") if shutil.which(f"x86_64-w64-mingw32-{t}") is None]
+    return (f"MinGW's x86_64-w64-mingw32-{', '.join(missing)} not found (Debian/Ubuntu: apt-get install "
+            "binutils-mingw-w64-x86-64)") if missing else None
+
+
 def _root_tools_missing() -> str | None:
     missing = [t for t in ("mmdebstrap", "bwrap") if shutil.which(t) is None]
     if missing:
@@ -159,7 +165,8 @@ def _root_tools_missing() -> str | None:
     return None
 
 
-TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing, "root": _root_tools_missing}
+TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing, "root": _root_tools_missing,
+                "mingw": _mingw_missing}
 
 
 def _require_tools() -> bool:

@@ -183,14 +183,17 @@ def run_command(root: Root, command: Sequence[str], environ: Mapping[str, str], 
     argv = [*bwrap_prefix(root, shares, cwd, env), "--info-fd", str(write_end), "--", *command]
     old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     child: list[int] = []
+    pending: list[int] = []  # signals that came before bubblewrap said which process is inside
 
     def forward(signum: int, _frame: object) -> None:
         # The process inside has its own session, so a signal reaches it once: from here.
-        if child:
-            try:
-                os.kill(child[0], signum)
-            except ProcessLookupError:
-                pass
+        if not child:
+            pending.append(signum)
+            return
+        try:
+            os.kill(child[0], signum)
+        except ProcessLookupError:
+            pass
 
     for sig in old:
         signal.signal(sig, forward)
@@ -203,6 +206,8 @@ def run_command(root: Root, command: Sequence[str], environ: Mapping[str, str], 
             child.append(int(json.loads(info.decode() or "{}")["child-pid"]))
         except (ValueError, KeyError, TypeError):
             pass
+        while child and pending:  # on a loaded machine the command inside may already run
+            forward(pending.pop(0), None)
         code = proc.wait()
     finally:
         for sig, handler in old.items():

@@ -26,16 +26,24 @@ FATBIN_SECTION = re.compile(r"^\.hip_fatbin")
 CUDA_LIB = re.compile(
     r"^lib(?:cuda|cudart|c10_cuda|torch_cuda(?:_cpp|_cu|_linalg)?|cublas(?:Lt)?|cufft\w*|curand|cusparse(?:Lt)?"
     r"|cusolver\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt|nvJitLink|cupti|nvidia-ml|cufile\w*)(?:-[0-9a-f]{8})?\.so"
+    # and their Windows DLLs (cudart64_12.dll, cublas64_12.dll, nvrtc64_120_0.dll)
+    r"|^(?:cudart|cublas(?:Lt)?|cufft\w*|curand|cusparse|cusolver\w*|cudnn\w*|nvrtc\w*|nvToolsExt|nvJitLink)64_\w+\.dll$",
+    re.IGNORECASE,
 )
 ROCM_LIB = re.compile(
     r"^lib(?:amdhip64|hiprtc[\w-]*|hsa-runtime64|amd_comgr|hsakmt|rocblas|hipblas|hipblaslt|rocrand|hiprand|rccl"
     r"|MIOpen|rocsparse|hipsparse(?:lt)?|rocsolver|hipsolver|rocfft|hipfft|roctx64|roctracer64|rocm_smi64"
     r"|amd_smi|c10_hip|torch_hip|rocprofiler[\w-]*|migraphx[\w-]*|hipsparselt|rocm-core|rocm_sysdeps_[\w-]+"
     r"|drm_amdgpu|hipfort\w*|rocroller|hipdnn\w*|hiptensor|rocwmma|composable_kernel\w*)(?:-[0-9a-f]{8})?\.so"
+    # and the HIP SDK's Windows DLLs (amdhip64_6.dll, hipblas.dll, rocblas.dll)
+    r"|^(?:amdhip64(?:_\d+)?|hiprtc\w*|amd_comgr\w*|hipblas(?:lt)?|rocblas|hiprand|rocrand|hipfft|rocfft|hipsparse"
+    r"|rocsparse|hipsolver|rocsolver|miopen|rccl)\.dll$",
+    re.IGNORECASE,
 )
 # The runtime itself: its own helper kernels (blit kernels for every target it supports, embedded in
 # libhsa-runtime64) are not the device code of the package that ships it.
-RUNTIME_LIB = re.compile(r"^lib(?:hsa-runtime64|amdhip64|hiprtc[\w-]*|amd_comgr|rocprofiler[\w-]*)(?:-[0-9a-f]{8})?\.so")
+RUNTIME_LIB = re.compile(r"^lib(?:hsa-runtime64|amdhip64|hiprtc[\w-]*|amd_comgr|rocprofiler[\w-]*)(?:-[0-9a-f]{8})?\.so"
+                         r"|^(?:amdhip64(?:_\d+)?|hiprtc\w*|amd_comgr\w*)\.dll$", re.IGNORECASE)
 # auditwheel's vendored copies: libamdhip64-1a2b3c4d.so.6 is libamdhip64.so.6
 VENDORED_HASH = re.compile(r"-[0-9a-f]{8}(?=\.so)")
 # The runtime libraries a package may load with dlopen instead of linking (JIT compilers, bindings).

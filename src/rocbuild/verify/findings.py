@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocbuild.verify.elf import ElfInfo
+from rocbuild.verify.pe import is_windows_code
 
 # Where a library looks for ROCm (its RUNPATH, else RPATH): how each entry reads.
 _PINNED_ROCM = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
@@ -50,6 +51,8 @@ class FileFindings:
 
     @property
     def finds_rocm(self) -> str:
+        if is_windows_code(self.info):
+            return "Windows' DLL search: the DLL's own folder, then the folders on PATH"
         return rocm_search(self.info.runpath or self.info.rpath)
 
     def to_json(self) -> dict[str, Any]:

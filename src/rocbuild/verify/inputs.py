@@ -19,6 +19,7 @@ from rocbuild.verify.archive import AR_MAGIC
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
 from rocbuild.verify.findings import FileFindings, InputFindings
+from rocbuild.verify.pe import PE_HEAD, inspect_pe
 from rocbuild.verify.provenance import read_provenance
 
 # The first four bytes of an offload bundle file, uncompressed or CCOB-compressed.
@@ -41,12 +42,12 @@ def inspect_input(path: Path) -> InputFindings:
         return _inspect_wheel(path)
     files = inspect_any(str(path), path, head)
     if not files and head != AR_MAGIC[:4]:
-        raise UsageError(f"{path}: not a wheel, an ELF file, a folder, an offload bundle, a code object or a "
-                         "static archive", hint="give .whl files, shared libraries (.so), .co/.hsaco or .a files, "
-                         "or folders holding them")
+        raise UsageError(f"{path}: not a wheel, an ELF file, a Windows DLL, a folder, an offload bundle, a code "
+                         "object or a static archive", hint="give .whl files, shared libraries (.so, .dll, .pyd), "
+                         ".co/.hsaco or .a files, or folders holding them")
     machine = files[0].info.machine if len(files) == 1 else ""
     kind = ("archive" if head == AR_MAGIC[:4] else "bundle" if machine == "offload bundle"
-            else "code object" if machine == "EM_AMDGPU" else "elf")
+            else "code object" if machine == "EM_AMDGPU" else "windows library" if head[:2] == PE_HEAD else "elf")
     return InputFindings(str(path), kind, files=files)
 
 
@@ -59,7 +60,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                     continue
                 with zf.open(member) as fh:
                     head = fh.read(4)
-                if head != ELF_MAGIC and head not in BUNDLE_HEADS and head != AR_MAGIC[:4]:
+                if head != ELF_MAGIC and head not in BUNDLE_HEADS and head != AR_MAGIC[:4] and head[:2] != PE_HEAD:
                     continue
                 # Extract one file at a time: large libraries are scanned through mmap, not held in memory.
                 target = Path(tmp) / "member"
@@ -121,7 +122,14 @@ def inspect_any(shown: str, path: Path, head: bytes) -> list[FileFindings]:
         return [inspect_bundle(shown, path)]
     if head == AR_MAGIC[:4]:
         return inspect_archive(shown, path)
+    if head[:2] == PE_HEAD:
+        return [inspect_windows(shown, path)]
     return []
+
+
+def inspect_windows(shown: str, path: Path) -> FileFindings:
+    info = inspect_pe(path)
+    return FileFindings(shown, info, problems=list(info.problems))
 
 
 def inspect_archive(shown: str, path: Path) -> list[FileFindings]:

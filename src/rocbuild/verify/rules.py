@@ -24,40 +24,89 @@ def leaked_build_paths(paths: list[str]) -> list[str]:
 LABEL_MAJOR = re.compile(r"(?:^|[.])rocm(\d+)(?:[.]\d+)?(?:[.]|$)")
 
 
+# A library named for the ROCm release it serves: bitsandbytes' libbitsandbytes_rocm64.so (6.4),
+# _rocm714 (7.14), or a dotted rocm7.2. A package ships one per release and loads the one that matches.
+RELEASE_IN_NAME = re.compile(r"(?:^|[_.-])rocm(?:(\d+)\.(\d+)|(\d)(\d{1,2}))(?=[_.-]|$)")
+
+
+def release_in_name(path: str) -> tuple[int, int] | None:
+    """The ROCm release (major, minor) a library's file name says it serves, or None."""
+    m = RELEASE_IN_NAME.search(Path(path).name.partition(".so")[0])
+    if m is None:
+        return None
+    major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return int(major), int(minor)
+
+
 def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
-    """One ROCm major across every file, and the one the wheel was built with and is labelled for.
+    """One ROCm major inside each library, and across the libraries loaded together; libraries named
+    for a ROCm release (alternatives: the package loads the one that matches) each for their own.
 
     A wheel linking libamdhip64.so.6 that says +rocm7.2 was built from a stale build folder; one whose
-    files link two majors cannot load either way."""
-    linked: dict[int, list[str]] = {}
+    files link two majors cannot load either way. A wheel rocbuild built carries nothing for another
+    ROCm than the one it was built with, alternatives included: there, another release's library is a
+    stale one from an earlier build."""
+    alternatives = {f.path: release_in_name(f.path) for f in found.files if f.info.rocm_majors}
+    together: dict[int, list[str]] = {}
     for f in found.files:
-        for lib, major in f.info.rocm_majors.items():
-            linked.setdefault(major, []).append(f"{f.path} links {lib}")
-    if not linked:
-        return
-    if len(linked) > 1:
+        majors = f.info.rocm_majors
+        if len(set(majors.values())) > 1:
+            found.problems.append(f"{f.path} mixes ROCm majors inside one library: " + ", ".join(
+                f"{lib} (ROCm {m})" for lib, m in sorted(majors.items())))
+            continue
+        release = alternatives.get(f.path)
+        if release is not None and majors:
+            _judge_alternative(found, f.path, release, majors)
+            continue
+        for lib, major in majors.items():
+            together.setdefault(major, []).append(f"{f.path} links {lib}")
+    if len(together) > 1:
         found.problems.append("mixes ROCm majors: " + "; ".join(
-            f"ROCm {m}: {', '.join(sorted(set(w))[:3])}" for m, w in sorted(linked.items()))
+            f"ROCm {m}: {', '.join(sorted(set(w))[:3])}" for m, w in sorted(together.items()))
             + " (a stale library from an earlier build?)")
         return
-    (major, where), = linked.items()
-    claims: list[tuple[str, int]] = []
+    _judge_claims(found, built_with, together, {p: r for p, r in alternatives.items() if r is not None})
+
+
+def _judge_alternative(found: InputFindings, path: str, release: tuple[int, int], majors: dict[str, int]) -> None:
+    (lib, major), *_ = sorted(majors.items())
+    if major != release[0]:
+        found.problems.append(f"{path} is named for ROCm {release[0]}.{release[1]} but links ROCm {major} "
+                              f"libraries ({lib}): it cannot load there")
+    else:
+        found.notes.append(f"{path} serves ROCm {release[0]}.{release[1]} (links {lib}); the package loads "
+                           "the library for the ROCm it finds")
+
+
+def _judge_claims(found: InputFindings, built_with: int | None, together: dict[int, list[str]],
+                  alternatives: dict[str, tuple[int, int]]) -> None:
+    """What the build says of itself (the ROCm it was built with, its provenance, its label) against
+    what its libraries link. Alternatives answer to the build's own claims, not to a label."""
+    own: list[tuple[str, int]] = []
     if built_with is not None:
-        claims.append(("it was built with", built_with))
+        own.append((f"it was built with ROCm {built_with}", built_with))
     prov = found.provenance or {}
     toolchain = ((prov.get("identity") or {}).get("toolchain") or {}) if isinstance(prov, dict) else {}
     version = str(toolchain.get("rocm_version") or "")
     if version[:1].isdigit() and built_with is None:
-        claims.append((f"its provenance says it was built with ROCm {version}", int(version.split(".")[0])))
+        own.append((f"its provenance says it was built with ROCm {version}", int(version.split(".")[0])))
+    label: list[tuple[str, int]] = []
     if found.kind == "wheel":
-        label = _local_label(Path(found.path).name)
-        m = LABEL_MAJOR.search(label)
+        name = _local_label(Path(found.path).name)
+        m = LABEL_MAJOR.search(name)
         if m:
-            claims.append((f"its label +{label} says", int(m.group(1))))
-    for what, claimed in claims:
-        if claimed != major:
-            found.problems.append(f"links ROCm {major} libraries ({where[0]}), but {what} ROCm {claimed}: "
-                                  "built from a stale build folder or against another ROCm; rebuild with --clean")
+            label.append((f"its label +{name} says ROCm {m.group(1)}", int(m.group(1))))
+    if together:
+        (major, where), = together.items()
+        for what, claimed in own + label:
+            if claimed != major:
+                found.problems.append(f"links ROCm {major} libraries ({where[0]}), but {what}: "
+                                      "built from a stale build folder or against another ROCm; rebuild with --clean")
+    for path, (major, minor) in sorted(alternatives.items()):
+        for what, claimed in own:
+            if claimed != major:
+                found.problems.append(f"carries {path}, a library for ROCm {major}.{minor}, but {what}: a stale "
+                                      "library from an earlier build; rebuild with --clean")
 
 
 def judge_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> None:
@@ -130,7 +179,7 @@ def device_code_present(found: InputFindings, judged: list[FileFindings], target
             found.notes.append(what + f"; nothing to check for {wanted}")
         return
     n = len(judged)
-    if found.kind in ("elf", "bundle", "code object"):
+    if found.kind in ("elf", "bundle", "code object", "windows library"):
         what = "carries no HIP device code (no offload bundle, no code object)"
     elif n:
         what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle or a code object"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rocbuild.verify.pe import is_windows_code
 from rocbuild.verify.verdict import FileFindings, Verdict
 
 
@@ -38,9 +39,12 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
         lines.append(f"FAILED: {len(problems)} problem(s)")
         lines += [f"  - {p}" for p in problems]
     else:
-        n = sum(1 for i in verdict.inputs for f in i.files if f.info.has_device_code)
-        if n:
-            head = f"ok: {n} file(s) with device code" + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
+        with_code = [f for i in verdict.inputs for f in i.files if f.info.has_device_code]
+        windows = [f.path for f in with_code if is_windows_code(f.info)]
+        if with_code:
+            head = (f"ok: {len(with_code)} file(s) with device code"
+                    + (f" covering {', '.join(verdict.archs)}" if verdict.archs else "")
+                    + (f" (Windows code: {', '.join(windows)})" if windows else ""))
         else:
             head = "ok: no device code to check (see the notes)"
         lines.append(head + "; nothing links CUDA")
@@ -75,7 +79,8 @@ def _file_summary(f: FileFindings) -> str:
     parts = []
     if i.has_device_code:
         where = sorted({s for s, _ in i.bundles} | {s for s, _ in i.code_objects})
-        parts.append(f"device code {_targets_by_count(f)} (in {', '.join(where)})")
+        windows = ", Windows code" if is_windows_code(i) else ""
+        parts.append(f"device code {_targets_by_count(f)} (in {', '.join(where)}{windows})")
     else:
         parts.append("no device code")
     if i.runtime_kernels:
@@ -96,7 +101,7 @@ def _file_summary(f: FileFindings) -> str:
 
 def _file_lines(f: FileFindings) -> list[str]:
     i = f.info
-    out = []
+    out = [f"{i.machine}: a Windows library"] if is_windows_code(i) else []
     rocm = ", ".join(f"{name} (soname version {v})" if v else name for name, v in i.rocm.items())
     out.append(f"ROCm libraries: {rocm or 'none'}")
     if i.cuda:
