@@ -50,6 +50,7 @@ VENDORED_HASH = re.compile(r"-[0-9a-f]{8}(?=\.so)")
 RUNTIME_NAMES = (b"libamdhip64.so", b"libhsa-runtime64.so", b"libhiprtc.so")
 
 
+WINDOWS_HIP_DLL = re.compile(r"^amdhip64_(\d+)\.dll$", re.IGNORECASE)
 # Soname majors of ROCm libraries whose soname moves with the ROCm major: lib -> {soname major: ROCm major}.
 # (libhipblaslt, librccl, libhiprand keep or move their sonames independently, so they say nothing.)
 ROCM_MAJOR_BY_SONAME: dict[str, dict[str, int]] = {
@@ -103,6 +104,9 @@ class ElfInfo:
         """The ROCm major each needed library names (libamdhip64.so.6 -> 6), where its soname says it."""
         out = {}
         for name, version in self.rocm.items():
+            if m := WINDOWS_HIP_DLL.match(name):  # the HIP SDK's amdhip64_6.dll is HIP 6
+                out[name] = int(m.group(1))
+                continue
             lib = VENDORED_HASH.sub("", name).partition(".so")[0]
             major = ROCM_MAJOR_BY_SONAME.get(lib, {}).get((version or "").split(".")[0])
             if major is not None:
