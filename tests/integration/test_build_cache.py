@@ -208,3 +208,26 @@ def test_the_target_torch_is_part_of_the_key(tmp_path, rocm61, monkeypatch):
     old, new = TORCHES["rocm6.1"][0], "2.4.1+rocm6.1"
     version_py.write_text(version_py.read_text().replace(old, new))
     assert key() != before
+
+
+def test_a_rocm_component_that_changes_runs_the_build_again(cli, tmp_path, repo, rocm61):
+    """Two real versions of one component (rocprim's CMake package in the ROCm prefix): a downgrade is
+    seen, the work folder starts afresh and the build cache is not used; the plan lists what is held."""
+    config = rocm61 / "lib" / "cmake" / "rocprim"
+    config.mkdir(parents=True)
+    (config / "rocprim-config.cmake").write_text("# rocprim\n")
+    (config / "rocprim-config-version.cmake").write_text('set(PACKAGE_VERSION "4.2.0")\n')
+    recipe = write_recipe(tmp_path, repo, expect="5")
+    code, out, _ = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--json")
+    assert json.loads(out)["components"] == {"rocprim": "4.2.0"}
+    assert build(cli, recipe, tmp_path, rocm61)[0] == 0
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0 and "[1/5] cmake  (skipped" in err or "build cache  hit" in err  # the control: unchanged
+
+    (config / "rocprim-config-version.cmake").write_text('set(PACKAGE_VERSION "3.4.0")\n')
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0, err
+    assert "build cache  hit" not in err and "[1/5] cmake  (skipped" not in err
+    assert "ROCm components: rocprim 4.2.0 -> 3.4.0" in err
+    code, out, _ = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert "ROCm components (in the build identity: a change runs the build again): rocprim 3.4.0" in out

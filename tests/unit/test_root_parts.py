@@ -14,7 +14,7 @@ from rocbuild.errors import StepFailed, UsageError
 from rocbuild.plan.buildenv import distribution_of, make_build_env
 from rocbuild.roots.enter import Share, bwrap_prefix, check_share
 from rocbuild.roots.packages import listed_packages, map_requirements
-from rocbuild.roots.store import Root, all_roots, check_name, find_root, installed_packages
+from rocbuild.roots.store import Root, all_roots, check_name, find_root, installed_packages, rocm_packages
 
 STATUS = ("Package: hipcc\nStatus: install ok installed\nVersion: 7.2.4+dfsg-1~exp1\n\n"
           "Package: libamdhip64-dev\nStatus: install ok installed\nVersion: 7.2.4-1~exp2\n\n"
@@ -33,6 +33,31 @@ def debian_tree(path: Path, status: str = STATUS) -> Path:
 def test_installed_packages_are_dpkgs_installed_ones(tmp_path):
     tree = debian_tree(tmp_path / "t")
     assert installed_packages(tree) == {"hipcc": "7.2.4+dfsg-1~exp1", "libamdhip64-dev": "7.2.4-1~exp2"}
+
+
+def stanza(package: str, version: str, maintainer: str = "Someone <x@example.invalid>") -> str:
+    return f"Package: {package}\nStatus: install ok installed\nMaintainer: {maintainer}\nVersion: {version}\n\n"
+
+
+def test_the_rocm_family_of_a_root_holds_every_rocm_library(tmp_path):
+    """rocprim (header-only, no CMake package of the recipe's, not librocm*/libhip*) counts too: a downgrade of
+    it must change the root's identity; packages that only look alike do not count."""
+    team = "Debian ROCm Team <debian-ai@lists.debian.org>"
+    status = (stanza("librocprim-dev", "7.2.4-1~exp1") + stanza("libhipcub-dev", "7.2.4-1~exp1")
+              + stanza("rocminfo", "7.2.4-1", team) + stanza("libamd-comgr3", "7.2.4+dfsg-1~exp1", team)
+              + stanza("librocksdb-dev", "9.10.0-1") + stanza("libc6", "2.42-2"))
+    tree = debian_tree(tmp_path / "t", status)
+    assert rocm_packages(tree) == {"librocprim-dev": "7.2.4-1~exp1", "libhipcub-dev": "7.2.4-1~exp1",
+                                   "rocminfo": "7.2.4-1", "libamd-comgr3": "7.2.4+dfsg-1~exp1"}
+    before = Root("r", tree).identity()
+    (tree / "var" / "lib" / "dpkg" / "status").write_text(status.replace("librocprim-dev\nStatus: install ok installed"
+                                                                         "\nMaintainer: Someone <x@example.invalid>"
+                                                                         "\nVersion: 7.2.4-1~exp1",
+                                                                         "librocprim-dev\nStatus: install ok installed"
+                                                                         "\nMaintainer: Someone <x@example.invalid>"
+                                                                         "\nVersion: 6.4.3-2"))
+    after = Root("r", tree).identity()
+    assert after["components"]["librocprim-dev"] == "6.4.3-2" and after["id"] != before["id"]
 
 
 def test_root_by_name_or_folder(tmp_path, monkeypatch):

@@ -18,20 +18,7 @@ Out = Callable[[str], None]
 
 
 def plan_text(plan: Plan, out: Out = print) -> None:
-    h, r = plan.host, plan.host.rocm
-    out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
-    out(f"  archs:  {', '.join(h.archs)}")
-    out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
-    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
-    root = h.root
-    if root is not None:
-        out(f"  root:   {root.name} (Debian {root.suite or '?'}, {root.tree}, id {root.id}): "
-            "every argv below, every probe and check runs inside it, entered as")
-        out(f"    {shlex.join(root.enter)} ARGV")
-        out("    (plus --setenv for each variable; wheels built here need this root's glibc and libstdc++: "
-            "no manylinux tag is claimed)")
-    if h.override:
-        out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
+    _host(plan, out)
     if plan.options:
         out("  options: " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                       for k, v in plan.options.items()))
@@ -78,6 +65,26 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     _checks(plan, out)
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")
+
+
+def _host(plan: Plan, out: Out) -> None:
+    h, r = plan.host, plan.host.rocm
+    out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
+    out(f"  archs:  {', '.join(h.archs)}")
+    out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
+    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
+    root = h.root
+    if root is not None:
+        out(f"  root:   {root.name} (Debian {root.suite or '?'}, {root.tree}, id {root.id}): "
+            "every argv below, every probe and check runs inside it, entered as")
+        out(f"    {shlex.join(root.enter)} ARGV")
+        out("    (plus --setenv for each variable; wheels built here need this root's glibc and libstdc++: "
+            "no manylinux tag is claimed)")
+    if h.components:
+        shown = ", ".join(f"{name} {version}" for name, version in sorted(h.components.items()))
+        out(f"  ROCm components (in the build identity: a change runs the build again): {shown}")
+    if h.override:
+        out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
 
 
 def _requirements(plan: Plan, out: Out) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rocbuild.detect.arch import detect_archs, require_archs
+from rocbuild.detect.components import cmake_component_versions
 from rocbuild.detect.gpu import GpuAccess, gpu_access
 from rocbuild.detect.python import PythonInfo, default_jobs, find_python
 from rocbuild.detect.rocm import Rocm, find_rocm, require_rocm
@@ -31,6 +32,7 @@ class Host:
     ccache: str | None = None  # ccache's path when it is installed: compilers are launched through it
     torch: TorchInfo | None = None  # the target python's torch, from its torch/version.py (never imported)
     root: RootInfo | None = None  # the build root rocbuild runs in; None on the machine itself
+    components: dict[str, str] = field(default_factory=dict)  # ROCm components it can see -> versions
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -53,5 +55,6 @@ def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: i
         override=detection.override.value if detection.override else None, gpu=gpu_access(),
         ccache=shutil.which("ccache") if env.get("ROCBUILD_CCACHE", "1") != "0" else None,
         torch=None if isinstance(probed, str) else probed.torch, root=root, environ=env,
+        components=dict(root.components) if root is not None else cmake_component_versions(found_rocm),
     )
     return host

@@ -371,5 +371,11 @@ def _why_fresh(before: object, after: dict[str, Any]) -> str:
         if old.get("hip_compiler") != new["hip_compiler"]:
             detail += f", HIP compiler {old.get('hip_compiler')} -> {new['hip_compiler']}"
         detail += ")"
+    if "components" in changed:
+        old_c, new_c = before.get("components"), after["components"]
+        old_c = old_c if isinstance(old_c, dict) else {}
+        moved = [f"{name} {old_c.get(name, 'none')} -> {new_c.get(name, 'none')}"
+                 for name in sorted(set(old_c) | set(new_c)) if old_c.get(name) != new_c.get(name)]
+        detail += f" (ROCm components: {', '.join(moved[:6])}{' ...' if len(moved) > 6 else ''})"
     return (f"work folder: {', '.join(changed) or 'its inputs'} changed since it was prepared{detail}; "
             "starting from a fresh tree and build folder")

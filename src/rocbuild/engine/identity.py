@@ -27,7 +27,7 @@ from rocbuild.fsutil import json_sha256
 from rocbuild.plan.model import DiffPatch, Plan, patch_record
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
-SCHEMA = 2
+SCHEMA = 3  # 3: the ROCm components' versions
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
 # that changed (steps), re-verifies (checks) or relabels (local_label); the recipe's text counts
 # through what it renders to (env, patches, steps), so editing a comment rebuilds nothing.
@@ -154,6 +154,7 @@ class BuildIdentity:
     archs: tuple[str, ...]
     options: dict[str, Any]
     hsa_override: str | None
+    components: dict[str, str]  # the ROCm components the build can see -> their versions
     steps: tuple[dict[str, Any], ...]  # each step as rendered at fixed locations
     checks: tuple[dict[str, Any], ...]
     local_label: str
@@ -208,6 +209,7 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
         archs=tuple(host.archs),
         options=dict(plan.options),
         hsa_override=host.override,
+        components=dict(host.components),
         steps=rendered.steps,
         checks=rendered.checks,
         local_label=rendered.local_label,

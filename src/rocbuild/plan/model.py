@@ -294,6 +294,7 @@ class Plan:
             "python": self.host.python.to_json(),
             "jobs": self.host.jobs,
             "hsa_override": self.host.override,
+            "components": self.host.components,
             "gpu": {"usable": self.host.gpu.usable, "reason": self.host.gpu.reason},
             "options": self.options,
             "work": str(self.work.root),

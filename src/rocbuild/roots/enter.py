@@ -121,7 +121,7 @@ def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) ->
     ident = root.identity()
     info = RootInfo(name=root.name, tree=str(root.tree), suite=root.info.get("suite"), mirror=root.info.get("mirror"),
                     id=ident["id"], rootless=os.geteuid() != 0, apt_target=root.apt_target,
-                    versions=dict(ident["versions"]), enter=tuple(prefix_shown))
+                    versions=dict(ident["versions"]), components=dict(ident["components"]), enter=tuple(prefix_shown))
     env[IN_ROOT] = info.encode()
     return env
 

@@ -21,6 +21,7 @@ class RootInfo:
     rootless: bool = False  # made without root: only `rocbuild root install` from outside can change it
     apt_target: str | None = None  # `apt-get -t` for its ROCm (experimental over sid)
     versions: dict[str, str] = field(default_factory=dict)  # package -> version of what identifies it
+    components: dict[str, str] = field(default_factory=dict)  # the ROCm family's packages -> versions
     enter: tuple[str, ...] = ()  # the bwrap command that entered it, for `plan`
 
     @property
@@ -51,12 +52,13 @@ def root_from_environ(environ: Mapping[str, str]) -> RootInfo | None:
         value = data.get(key)
         return value if isinstance(value, str) else None
 
-    versions = data.get("versions")
+    versions, components = data.get("versions"), data.get("components")
     enter = data.get("enter")
     return RootInfo(
         name=data["name"], tree=str(data.get("tree") or ""), suite=text_or_none("suite"),
         mirror=text_or_none("mirror"), id=str(data.get("id") or "?"), rootless=bool(data.get("rootless")),
         apt_target=text_or_none("apt_target"),
         versions={str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {},
+        components={str(k): str(v) for k, v in components.items()} if isinstance(components, dict) else {},
         enter=tuple(str(a) for a in enter) if isinstance(enter, list) else (),
     )

@@ -20,6 +20,10 @@ NAME_ACCEPTED = "letters, digits, '.', '_' and '-', starting with a letter or di
 INFO = "root.json"
 TREE = "tree"
 # The packages whose versions make a root's identity and are shown by `root list`.
+ROCM_TEAM = "Debian ROCm Team"
+ROCM_PACKAGE = re.compile(r"^(?:lib)?(?:rocm|rocblas|rocprim|rocthrust|rocrand|rocfft|rocsparse|rocsolver|rocalution"
+                          r"|rocwmma|roctx|roctracer|rocprofiler|rocdecode|rocjpeg|hip|amdhip|amd-comgr|hsa|rccl"
+                          r"|miopen|migraphx|composable-kernel)[\w.+-]*$")
 SHOWN_PACKAGES = ("hipcc", "libamdhip64-dev", "libhipblas-dev", "libhipblaslt-dev", "librocblas-dev", "librccl-dev",
                   "librocm-core-dev", "cmake", "g++", "python3", "libc6")
 
@@ -36,15 +40,26 @@ def check_name(name: str) -> str:
 
 def installed_packages(tree: Path) -> dict[str, str]:
     """{package: version} of what dpkg has installed in `tree`."""
+    return {fields["Package"]: fields["Version"] for fields in _installed(tree)}
+
+
+def rocm_packages(tree: Path) -> dict[str, str]:
+    """{package: version} of the ROCm family installed in `tree`: what Debian's ROCm team maintains, and
+    packages named like ROCm's libraries (librocprim-dev, libhipcub-dev, ...) whoever maintains them."""
+    return {fields["Package"]: fields["Version"] for fields in _installed(tree)
+            if ROCM_TEAM in fields.get("Maintainer", "") or ROCM_PACKAGE.match(fields["Package"])}
+
+
+def _installed(tree: Path) -> list[dict[str, str]]:
     try:
         text = (tree / "var" / "lib" / "dpkg" / "status").read_text(errors="replace")
     except OSError:
-        return {}
-    out: dict[str, str] = {}
+        return []
+    out = []
     for stanza in text.split("\n\n"):
         fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[:1].isspace())
         if fields.get("Status", "").endswith(" installed") and "Package" in fields and "Version" in fields:
-            out[fields["Package"]] = fields["Version"]
+            out.append(fields)
     return out
 
 
@@ -65,8 +80,9 @@ class Root:
         """What a build in this root depends on: its suite and the versions of its toolchain packages."""
         installed = self.packages()
         versions = {p: installed[p] for p in SHOWN_PACKAGES if p in installed}
-        rocm = {p: v for p, v in installed.items() if p.startswith(("librocm", "libhip", "libamdhip", "rocm-", "hip"))}
-        return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm], 12), "versions": versions}
+        rocm = rocm_packages(self.tree)
+        return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm], 12), "versions": versions,
+                "components": rocm}
 
     @property
     def apt_target(self) -> str | None:
