@@ -145,7 +145,8 @@ def _prepare(plan: Plan, out: Out) -> None:
         case SdistSource():
             pin = f", checked against sha256 {s.sha256}" if s.sha256 else " (no sha256 pin: `rocbuild lock` records one)"
             out(f"  the sdist {s.requirement} from the package index{pin}; downloaded only when {s.download_dir} "
-                f"holds no archive, then unpacked into {plan.work.src}:")
+                f"holds no archive (the index pip is configured with, its PEP 691 page read and the file it lists "
+                f"checked against the index's sha256: nothing is built), then unpacked into {plan.work.src}:")
             for cmd in s.commands(str(plan.work.src)):
                 out(f"    argv: {json.dumps(cmd)}")
         case _:

@@ -1,17 +1,21 @@
-"""An sdist source: downloaded once with pip (so pip's index settings apply) into the cache, checked
-against its sha256 pin, unpacked into the work folder without letting any member out of it."""
+"""An sdist source: downloaded once from the index pip is configured with (source/index.py: nothing is
+built, no setup.py runs) into the cache, checked against the index's sha256 and the recipe's pin,
+unpacked into the work folder without letting any member out of it."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tarfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from packaging.utils import canonicalize_name, parse_sdist_filename
+from packaging.version import Version
+
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import file_sha256, within
+from rocbuild.source.index import IndexFile, IndexSettings, download, index_settings, project_files
 from rocbuild.source.spec import SdistSource
 
 Log = Callable[[str], None]
@@ -25,26 +29,23 @@ def archive_of(spec: SdistSource) -> Path | None:
 
 
 def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, bool]:
-    """('NAME==VERSION sha256:HEX', downloaded now?). Downloads when the cache has no archive; `log`
-    says what happens, pip's own output goes to `log_file` only."""
+    """('NAME==VERSION sha256:HEX', downloaded now?). Downloads when the cache has no archive, from the
+    index pip is configured with, building nothing; `log` says what happens."""
     archive = archive_of(spec)
     downloaded = False
     if archive is None:
         folder = Path(spec.download_dir)
         shutil.rmtree(folder, ignore_errors=True)  # a partial or ambiguous download starts over
         folder.mkdir(parents=True)
-        (argv,) = spec.commands("")
-        log("$ " + " ".join(argv))
-        log(f"downloading the sdist {spec.requirement}")
-        result = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
-        with open(log_file, "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(result.stdout + result.stderr)
-        archive = archive_of(spec)
-        if result.returncode != 0 or archive is None:
+        settings = index_settings(spec.python, log)
+        file = sdist_file(spec.requirement, settings, log)
+        log(f"downloading the sdist {spec.requirement}: {file.url}")
+        try:
+            download(file, folder / file.filename, settings)
+        except StepFailed:
             shutil.rmtree(folder, ignore_errors=True)
-            lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-            raise StepFailed(f"cannot download the sdist {spec.requirement} (pip exited with {result.returncode})",
-                             hint="\n".join(lines[-8:]) + "\nthe package index is pip's: PIP_INDEX_URL, pip.conf")
+            raise
+        archive = folder / file.filename
         downloaded = True
     digest = file_sha256(archive)
     if spec.sha256 is not None and digest != spec.sha256:
@@ -54,6 +55,21 @@ def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, boo
                               "or update source.sha256 if the new archive is trusted")
     log(f"sdist {archive.name}: sha256 {digest}")
     return f"{spec.requirement} sha256:{digest}", downloaded
+
+
+def sdist_file(requirement: str, settings: IndexSettings, log: Log) -> IndexFile:
+    """The index's file for one release's sdist (NAME==VERSION): a .tar.gz before a .zip, never a yanked one."""
+    name, _, version = requirement.partition("==")
+    page, files = project_files(name, settings, log)
+    wanted = Version(version)
+    found = [f for f in files if f.sdist_version == wanted and not f.yanked
+             and canonicalize_name(parse_sdist_filename(f.filename)[0]) == canonicalize_name(name)]
+    if not found:
+        releases = sorted({v for f in files if (v := f.sdist_version) is not None and not f.yanked})
+        raise StepFailed(f"{page} lists no sdist of {requirement}",
+                         hint="sdists it lists: " + (", ".join(str(v) for v in releases[-8:]) or "none")
+                         + " (a project may publish only wheels; then build from its git tree)")
+    return sorted(found, key=lambda f: (not f.filename.endswith(".tar.gz"), f.filename))[0]
 
 
 def unpack_sdist(spec: SdistSource, dest: Path) -> None:
