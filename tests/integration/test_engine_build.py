@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, git, make_git_repo, tree_digest
+from tests.conftest import DATA, git, make_git_repo, make_rocm_tree, tree_digest
 
 PROJECT = DATA / "projects" / "tiny"
 
@@ -169,6 +169,46 @@ def test_missing_requirements_exit_3_before_anything_runs(cli, tmp_path, repo, r
     assert f"install them: {sys.executable} -m pip install no_such_module_xyz" in err
     assert "hipblas" not in err.split("hipfoo")[0].split("this host")[1]
     assert not (tmp_path / "w" / "src").exists()
+
+
+def test_components_without_a_cmake_package_and_openmp_are_required(cli, tmp_path, repo, rocm61):
+    """roctx (a header and a library, no CMake package) and OpenMP for the HIP compiler's clang: named in
+    plan, missing ones refused before anything runs, found once they are there."""
+    recipe = write_recipe(tmp_path, repo, extra_requires="  headers: [roctracer/roctx.h]\n  libraries: [roctx64]\n"
+                                                          "  openmp: hip")
+    llvm = rocm61 / "lib" / "llvm"
+    code, out, _ = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert "headers: roctracer/roctx.h; libraries: libroctx64.so" in out
+    assert f"OpenMP for the HIP compiler {llvm}/bin/clang++: {llvm}/lib/clang/*/include/omp.h" in out
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 3
+    assert f"header 'roctracer/roctx.h' not found in {rocm61}/include" in err
+    assert "library libroctx64.so not found in" in err and f"OpenMP for the HIP compiler {llvm}/bin/clang++" in err
+    assert "openmp-extras" in err  # ROCm's own LLVM: no Debian package to name
+    assert not (tmp_path / "w" / "src").exists()
+    (rocm61 / "include" / "roctracer").mkdir()
+    (rocm61 / "include" / "roctracer" / "roctx.h").write_text("#pragma once\n")
+    (rocm61 / "lib" / "libroctx64.so.4").write_text("")
+    (llvm / "lib" / "clang" / "19" / "include").mkdir(parents=True)
+    (llvm / "lib" / "clang" / "19" / "include" / "omp.h").write_text("")
+    code, _, err = build(cli, recipe, tmp_path, rocm61)
+    assert code == 0, err
+
+
+def test_openmp_for_debians_llvm_names_its_package(tmp_path):
+    from rocbuild.detect.rocm import find_rocm
+
+    rocm = find_rocm(str(make_rocm_tree(tmp_path, "6.4.0")), {})
+    assert rocm is not None
+    llvm = tmp_path / "usr" / "lib" / "llvm-22"
+    (llvm / "bin").mkdir(parents=True)
+    from dataclasses import replace
+
+    omp = replace(rocm, hip_compiler=llvm / "bin" / "clang++").openmp()
+    assert omp is not None and omp.package == "libomp-22-dev" and not omp.found()
+    (llvm / "lib" / "clang" / "22" / "include").mkdir(parents=True)
+    (llvm / "lib" / "clang" / "22" / "include" / "omp.h").write_text("")
+    assert omp.found()
 
 
 def test_prepare_prints_tree_last_and_clean_starts_over(cli, tmp_path, repo, rocm61):

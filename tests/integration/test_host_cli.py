@@ -20,8 +20,8 @@ def test_verify_bad_inputs_exit_2(cli, tmp_path):
     broken.write_bytes(b"PK\x03\x04 truncated")
     for args, fragment in (
         ([tmp_path / "missing.whl"], "missing.whl: no such file or folder"),
-        ([text], "notes.txt: not a wheel, an ELF file, a folder, an offload bundle, a code object or a"),
-        ([broken], "broken.whl: not a wheel, an ELF file, a folder, an offload bundle, a code object or a"),
+        ([text], "notes.txt: not a wheel, an ELF file, a Windows DLL, a folder, an offload bundle, a code object or a"),
+        ([broken], "broken.whl: not a wheel, an ELF file, a Windows DLL, a folder, an offload bundle, a code object or a"),
         ([text, "--arch", "gfx90a;gfx1030"], "not a gfx target: 'gfx90a;gfx1030'"),
     ):
         code, out, err = cli("verify", *args)

@@ -13,7 +13,7 @@ from rocbuild.engine.buildenv import build_system_requires, is_current, project_
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.plan.buildenv import distribution_of, make_build_env
 from rocbuild.roots.enter import Share, bwrap_prefix, check_share
-from rocbuild.roots.packages import listed_packages, map_requirements
+from rocbuild.roots.packages import Wanted, listed_packages, map_requirements
 from rocbuild.roots.store import Root, all_roots, check_name, find_root, installed_packages, rocm_packages
 
 STATUS = ("Package: hipcc\nStatus: install ok installed\nVersion: 7.2.4+dfsg-1~exp1\n\n"
@@ -121,11 +121,17 @@ def test_shares_are_the_named_folders_at_their_own_paths(tmp_path, monkeypatch):
 
 def test_requirements_map_to_the_suites_packages(tmp_path):
     available = {"libhipblas-dev", "libamdhip64-dev", "librccl-dev", "ninja-build", "hipcc", "cmake"}
-    m = map_requirements(["cmake", "ninja", "hipconfig", "frobnicate"], ["hipblas", "hip", "rccl", "nosuch"], available)
+    m = map_requirements(Wanted.of(["cmake", "ninja", "hipconfig", "frobnicate"], ["hipblas", "hip", "rccl", "nosuch"]),
+                         available)
     assert m.packages == {"tool 'cmake'": "cmake", "tool 'ninja'": "ninja-build", "tool 'hipconfig'": "hipcc",
                           "CMake package 'hipblas'": "libhipblas-dev", "CMake package 'hip'": "libamdhip64-dev",
                           "CMake package 'rccl'": "librccl-dev"}
     assert m.unknown == ("tool 'frobnicate'", "CMake package 'nosuch'")
+    # Components without a CMake package, and OpenMP for the HIP compiler's clang
+    m = map_requirements(Wanted.of(headers=["roctracer/roctx.h", "rocprim/rocprim.hpp"], libraries=["roctx64"],
+                                   openmp="libomp-22-dev"), {"libroctx-dev", "librocprim-dev", "libomp-22-dev"})
+    assert m.packages == {"header 'roctracer/roctx.h'": "libroctx-dev", "header 'rocprim/rocprim.hpp'": "librocprim-dev",
+                          "library 'roctx64'": "libroctx-dev", "OpenMP for the HIP compiler": "libomp-22-dev"}
     lists = tmp_path / "lists"
     lists.mkdir()
     (lists / "deb.debian.org_debian_dists_sid_main_binary-amd64_Packages").write_text(

@@ -93,26 +93,44 @@ def _requirements(plan: Plan, out: Out) -> None:
     tools = [f"{t} {req.tool_versions[t]}" if t in req.tool_versions else t for t in req.tools]
     out(f"  rocm {req.rocm or '(any)'}; tools: {', '.join(tools) or '-'}; "
         f"cmake packages: {', '.join(req.cmake_packages) or '-'}")
+    if req.headers or req.libraries:
+        libraries = ", ".join(f"lib{n}.so" for n in req.libraries)
+        out(f"  headers: {', '.join(req.headers) or '-'}; libraries: {libraries or '-'}")
+    if req.openmp is not None:
+        package = f" (Debian package {req.openmp.package})" if req.openmp.package else ""
+        out(f"  OpenMP for the HIP compiler {req.openmp.compiler}: {req.openmp.header_glob}{package}")
     for tool in req.tool_versions:
         out(f"    argv: {json.dumps([tool, '--version'])}  (its first X.Y.Z must satisfy {req.tool_versions[tool]})")
     if req.python_check_argv:
         out(f"  python modules: {', '.join(req.python_modules)}")
         out(f"    argv: {json.dumps(list(req.python_check_argv))}")
-    root = plan.host.root
-    if root is not None and (req.tools or req.cmake_packages):
-        from rocbuild.engine.requirements import root_packages
-        from rocbuild.roots.apt import apt_commands
-        from rocbuild.roots.packages import map_requirements
+    _root_packages(plan, out)
+    _build_env_and_torch(plan, out)
 
-        mapping = map_requirements(req.tools, req.cmake_packages, root_packages(root))
-        for label, package in mapping.packages.items():
-            out(f"  {label}: Debian package {package}")
-        for label in mapping.unknown:
-            out(f"  {label}: no Debian package of {root.suite or 'this root'} is known to provide it")
-        update, install = apt_commands(["<the missing ones>"], root.apt_target)
-        out(f"  with --install-missing, the missing ones are installed into the root first: "
-            f"argv: {json.dumps(update)}, then {json.dumps(install)}")
-    env = plan.build_env
+
+def _root_packages(plan: Plan, out: Out) -> None:
+    """In a root: the Debian packages that provide each requirement, and how --install-missing installs them."""
+    from rocbuild.engine.requirements import root_packages
+    from rocbuild.roots.apt import apt_commands
+    from rocbuild.roots.packages import Wanted, map_requirements
+
+    req, root = plan.requirements, plan.host.root
+    wanted = Wanted.of(req.tools, req.cmake_packages, req.headers, req.libraries,
+                       req.openmp.package if req.openmp else None)
+    if root is None or not wanted.items:
+        return
+    mapping = map_requirements(wanted, root_packages(root))
+    for label, package in mapping.packages.items():
+        out(f"  {label}: Debian package {package}")
+    for label in mapping.unknown:
+        out(f"  {label}: no Debian package of {root.suite or 'this root'} is known to provide it")
+    update, install = apt_commands(["<the missing ones>"], root.apt_target)
+    out(f"  with --install-missing, the missing ones are installed into the root first: "
+        f"argv: {json.dumps(update)}, then {json.dumps(install)}")
+
+
+def _build_env_and_torch(plan: Plan, out: Out) -> None:
+    req, env = plan.requirements, plan.build_env
     if env is not None:
         out(f"  build environment (wheel steps run in it; --no-build-env: the target python as it is): {env.folder}")
         out(f"    argv: {json.dumps(list(env.create_argv))}")

@@ -7,6 +7,7 @@ Handles both AMD's /opt/rocm[-X.Y.Z] layout and distro packages under /usr
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import re
 import shutil
@@ -79,6 +80,18 @@ class RocmVersion:
         return f"RocmVersion({self.text!r})"
 
 
+@dataclass(frozen=True)
+class OpenMp:
+    """OpenMP for the HIP compiler's clang: where its header must be, and the Debian package holding it."""
+
+    compiler: str
+    header_glob: str  # <llvm>/lib/clang/*/include/omp.h
+    package: str | None  # libomp-N-dev for Debian's /usr/lib/llvm-N, None for other LLVMs (ROCm's own)
+
+    def found(self) -> bool:
+        return bool(glob.glob(self.header_glob))
+
+
 @dataclass
 class Rocm:
     path: Path
@@ -116,6 +129,29 @@ class Rocm:
                 if any(f.name.lower() in wanted for f in sub.iterdir()):
                     return sub
         return None
+
+    @property
+    def lib_dirs(self) -> list[Path]:
+        """Where its shared libraries are: lib, lib64 and the multiarch folders (those holding cmake/)."""
+        dirs = [self.path / "lib", self.path / "lib64"] + [r.parent for r in self.cmake_roots if r.name == "cmake"]
+        return [d for d in dict.fromkeys(dirs) if d.is_dir()]
+
+    def library(self, name: str) -> Path | None:
+        """lib<name>.so (or a versioned lib<name>.so.N) in its library folders."""
+        for folder in self.lib_dirs:
+            found = sorted(folder.glob(f"lib{name}.so*"))
+            if found:
+                return found[0]
+        return None
+
+    def openmp(self) -> OpenMp | None:
+        """OpenMP for the clang the HIP compiler is: its omp.h sits in that LLVM's clang resource folder."""
+        if self.hip_compiler is None:
+            return None
+        llvm = self.hip_compiler.parent.parent
+        m = re.fullmatch(r"llvm-(\d+)", llvm.name)
+        package = f"libomp-{m.group(1)}-dev" if m else None  # Debian and Ubuntu name it after the LLVM
+        return OpenMp(str(self.hip_compiler), str(llvm / "lib" / "clang" / "*" / "include" / "omp.h"), package)
 
     def to_json(self) -> dict[str, Any]:
         return {

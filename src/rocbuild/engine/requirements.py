@@ -6,10 +6,12 @@ import os
 import re
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
+from rocbuild.detect.rocm import OpenMp
 from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
 from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan.buildenv import distribution_of
@@ -17,7 +19,7 @@ from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.roots.apt import apt_commands
 from rocbuild.roots.info import RootInfo
-from rocbuild.roots.packages import Mapping, listed_packages, map_requirements
+from rocbuild.roots.packages import Mapping, Wanted, listed_packages, map_requirements
 
 
 def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
@@ -35,53 +37,58 @@ def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
         return None
 
 
+@dataclass(frozen=True)
+class Missing:
+    """What the host lacks of the recipe's requirements that a package manager can provide."""
+
+    tools: tuple[str, ...] = ()
+    cmake_packages: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
+    openmp: OpenMp | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tools or self.cmake_packages or self.headers or self.libraries or self.openmp)
+
+    def wanted(self) -> Wanted:
+        return Wanted.of(self.tools, self.cmake_packages, self.headers, self.libraries,
+                         self.openmp.package if self.openmp else None)
+
+
+def missing_of(plan: Plan) -> Missing:
+    req, rocm = plan.requirements, plan.host.rocm
+    path = plan.base_env.get("PATH", plan.host.path)
+    return Missing(
+        tools=tuple(t for t in req.tools if shutil.which(t, path=path) is None),
+        cmake_packages=tuple(p for p in req.cmake_packages if rocm.cmake_package(p) is None),
+        headers=tuple(h for h in req.headers if not rocm.has_header(h)),
+        libraries=tuple(n for n in req.libraries if rocm.library(n) is None),
+        openmp=req.openmp if req.openmp is not None and not req.openmp.found() else None,
+    )
+
+
 def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: PythonEnv | None, *,
                        install_missing: bool = False) -> None:
     """Raise HostNotReady listing every missing requirement. `torch_env`: probe_torch's answer.
-    Inside a build root, missing tools and CMake packages are named as Debian packages, and
-    `install_missing` installs them into the root first."""
+    Inside a build root, what is missing is named as Debian packages, and `install_missing` installs
+    them into the root first."""
     req = plan.requirements
-    rocm = plan.host.rocm
-    problems: list[str] = []
-    if req.rocm:
-        if rocm.version is None:
-            problems.append(f"cannot tell the ROCm version at {rocm.path} (the recipe needs ROCm {req.rocm})")
-        elif not SpecifierSet(req.rocm).contains(str(rocm.version), prereleases=True):
-            problems.append(f"ROCm {rocm.version} at {rocm.path} does not satisfy {req.rocm}")
-    tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
+    problems = _rocm_problems(plan)
+    missing = missing_of(plan)
     root = plan.host.root
     install_hint = ""
     mapping = None  # inside a root: the Debian packages of what is missing, read from the suite once
-    if root is not None and (tools or packages):
-        available = root_packages(root)
-        mapping = map_requirements(tools, packages, available)
-        if install_missing and mapping.packages and root.rootless:
-            names = " ".join(sorted(set(mapping.packages.values())))
-            raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
-                               hint=f"install them from outside: rocbuild root install {root.name} {names}\n"
-                                    "then run the same command again")
-        if install_missing and mapping.packages:
-            _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
-            tools, packages = _missing_tools(plan), _missing_cmake_packages(plan)
-            mapping = map_requirements(tools, packages, available)
-        if mapping.packages:
-            names = " ".join(sorted(set(mapping.packages.values())))
-            install_hint = (f"\ninstall them into the root: rocbuild root install {root.name} {names}\n"
-                            "(or run the same command with --install-missing)")
-    for tool in tools:
-        problems.append(f"tool {tool!r} not found on PATH" + _debian(root, mapping, f"tool {tool!r}"))
-    problems += _tool_version_problems(plan, tools)
-    for pkg in packages:
-        roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
-        problems.append(f"CMake package {pkg!r} not found under {roots}"
-                        + _debian(root, mapping, f"CMake package {pkg!r}"))
+    if root is not None and missing:
+        missing, mapping, install_hint = _in_root(plan, runner, log, root, missing, install_missing)
+    problems += _missing_problems(plan, missing, root, mapping)
+    problems += _tool_version_problems(plan, list(missing.tools))
     if req.python_check_argv:
         result = runner.run(req.python_check_argv, cwd=os.getcwd(), env=plan.base_env, log=log)
         if result.exit_code != 0:
-            missing = (result.output.strip().splitlines()[-1:] or ["?"])[0]
+            lacking = (result.output.strip().splitlines()[-1:] or ["?"])[0]
             python = plan.host.python.executable
-            command = shlex.join([python, "-m", "pip", "install", *(distribution_of(m) for m in missing.split())])
-            problems.append(f"python {python} lacks build module(s): {missing}\n  install them: {command}\n"
+            command = shlex.join([python, "-m", "pip", "install", *(distribution_of(m) for m in lacking.split())])
+            problems.append(f"python {python} lacks build module(s): {lacking}\n  install them: {command}\n"
                             "  (or leave out --no-build-env: rocbuild then installs them into a build environment)")
     if req.torch_check_argv:
         problems += _torch_problems(plan, torch_env, log)
@@ -91,6 +98,59 @@ def check_requirements(plan: Plan, runner: StepRunner, log: Path, torch_env: Pyt
             hint="\n".join("- " + p for p in problems) + install_hint
             + "\n(`rocbuild plan` lists every requirement; ROCm packages go under the ROCm prefix)",
         )
+
+
+def _rocm_problems(plan: Plan) -> list[str]:
+    wanted, rocm = plan.requirements.rocm, plan.host.rocm
+    if not wanted:
+        return []
+    if rocm.version is None:
+        return [f"cannot tell the ROCm version at {rocm.path} (the recipe needs ROCm {wanted})"]
+    if not SpecifierSet(wanted).contains(str(rocm.version), prereleases=True):
+        return [f"ROCm {rocm.version} at {rocm.path} does not satisfy {wanted}"]
+    return []
+
+
+def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing: Missing,
+             install_missing: bool) -> tuple[Missing, Mapping, str]:
+    """Inside a root: what is missing as the suite's Debian packages, installed first with --install-missing."""
+    available = root_packages(root)
+    mapping = map_requirements(missing.wanted(), available)
+    if install_missing and mapping.packages and root.rootless:
+        names = " ".join(sorted(set(mapping.packages.values())))
+        raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
+                           hint=f"install them from outside: rocbuild root install {root.name} {names}\n"
+                                "then run the same command again")
+    if install_missing and mapping.packages:
+        _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
+        missing = missing_of(plan)
+        mapping = map_requirements(missing.wanted(), available)
+    hint = ""
+    if mapping.packages:
+        names = " ".join(sorted(set(mapping.packages.values())))
+        hint = (f"\ninstall them into the root: rocbuild root install {root.name} {names}\n"
+                "(or run the same command with --install-missing)")
+    return missing, mapping, hint
+
+
+def _missing_problems(plan: Plan, missing: Missing, root: RootInfo | None, mapping: Mapping | None) -> list[str]:
+    rocm = plan.host.rocm
+    problems = [f"tool {tool!r} not found on PATH" + _debian(root, mapping, f"tool {tool!r}") for tool in missing.tools]
+    roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
+    problems += [f"CMake package {pkg!r} not found under {roots}" + _debian(root, mapping, f"CMake package {pkg!r}")
+                 for pkg in missing.cmake_packages]
+    problems += [f"header {h!r} not found in {rocm.include_dir or rocm.path}" + _debian(root, mapping, f"header {h!r}")
+                 for h in missing.headers]
+    folders = ", ".join(str(d) for d in rocm.lib_dirs) or str(rocm.path)
+    problems += [f"library lib{n}.so not found in {folders}" + _debian(root, mapping, f"library {n!r}")
+                 for n in missing.libraries]
+    if missing.openmp is not None:
+        omp = missing.openmp
+        on_host = (f"; install it: apt-get install {omp.package}" if omp.package else
+                   "; install the OpenMP runtime of that LLVM (ROCm's: its openmp-extras package)")
+        problems.append(f"OpenMP for the HIP compiler {omp.compiler}: no {omp.header_glob}"
+                        + (_debian(root, mapping, "OpenMP for the HIP compiler") if root else on_host))
+    return problems
 
 
 def tool_version(tool: str, path: str | None) -> str | None:
@@ -117,15 +177,6 @@ def _tool_version_problems(plan: Plan, missing: list[str]) -> list[str]:
                             f"'{tool}{spec}' in a venv on PATH, or the distribution's backports)"
                             if tool == "cmake" else f"tool {tool!r} is {version}; the recipe needs {spec}")
     return problems
-
-
-def _missing_tools(plan: Plan) -> list[str]:
-    path = plan.base_env.get("PATH", plan.host.path)
-    return [t for t in plan.requirements.tools if shutil.which(t, path=path) is None]
-
-
-def _missing_cmake_packages(plan: Plan) -> list[str]:
-    return [p for p in plan.requirements.cmake_packages if plan.host.rocm.cmake_package(p) is None]
 
 
 def root_packages(root: RootInfo) -> set[str] | dict[str, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from rocbuild.detect.host import Host
+from rocbuild.detect.rocm import OpenMp
 from rocbuild.errors import RecipeError
 from rocbuild.paths import WorkDirs
 from rocbuild.plan.buildenv import BuildEnv
@@ -234,6 +235,9 @@ class Requirements:
     torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
     torch_check_argv: tuple[str, ...] | None = None  # reads torch/version.py without importing torch
     tool_versions: dict[str, str] = field(default_factory=dict)  # tool -> specifier its `--version` must satisfy
+    headers: tuple[str, ...] = ()  # under the ROCm include folder
+    libraries: tuple[str, ...] = ()  # lib<name>.so in the ROCm library folders
+    openmp: OpenMp | None = None  # OpenMP for the HIP compiler's clang
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,9 @@ def _requirements(r: Renderer, recipe: Recipe, host: Host, modules: tuple[str, .
         torch=torch,
         torch_check_argv=probe_argv(host.python.executable) if torch else None,
         tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
+        headers=_names(r, recipe.requires.headers),
+        libraries=_names(r, recipe.requires.libraries),
+        openmp=host.rocm.openmp() if recipe.requires.openmp else None,
     )
 
 

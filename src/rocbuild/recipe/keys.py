@@ -84,6 +84,12 @@ REQUIRES: Section = {
     "tools": _opt("programs that must be on PATH", names(VERSIONED)),
     "python": _opt("modules the build imports (installed into the build environment)", names(NAMED)),
     "cmake-packages": _opt("CMake config packages that must be found under the ROCm prefix", names(NAMED)),
+    "headers": _opt("headers of ROCm components without a CMake package, under the ROCm include folder "
+                    "(e.g. roctracer/roctx.h)", names(NAMED)),
+    "libraries": _opt("shared libraries of ROCm components without a CMake package, by name (roctx64 is "
+                      "libroctx64.so)", names(NAMED)),
+    "openmp": _opt("hip: OpenMP (omp.h, libomp) for the HIP compiler's clang, for host code it compiles",
+                   {"const": "hip"}),
     "torch": _opt("rocm: the target python's torch must be a ROCm build",
                   {"anyOf": [{"const": "rocm"}, obj({"value": _req("rocm", {"const": "rocm"}),
                                                      "when": _opt("needed when this renders true", WHEN)})]}),

@@ -88,6 +88,7 @@ CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERIFY_KEYS_EXTRA = tuple(keys.VERIFY_COMMON)
+HEADER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
 
 
 def load_recipe(path: str | Path, find_recipe: RecipeFinder | None = None) -> Recipe:
@@ -373,7 +374,20 @@ class _Loader(ShapeReader):
                               "an importable module name such as setuptools or torch.utils") if "python" in req else (),
             cmake_packages=self.names(req["cmake-packages"], "requires.cmake-packages", vm["cmake-packages"])
             if "cmake-packages" in req else (),
+            headers=self.names(req["headers"], "requires.headers", vm["headers"], HEADER_RE,
+                               "a header path under the ROCm include folder, e.g. roctracer/roctx.h")
+            if "headers" in req else (),
+            libraries=self.names(req["libraries"], "requires.libraries", vm["libraries"])
+            if "libraries" in req else (),
+            openmp=self.openmp(req["openmp"], vm["openmp"]) if "openmp" in req else None,
         )
+
+    def openmp(self, raw: Any, mark: Mark) -> str:
+        value = self.string(raw, "requires.openmp", mark)
+        if value != "hip":
+            raise self.error("unknown OpenMP requirement", "requires.openmp", mark, value=value,
+                             accepted="hip (OpenMP for the clang the HIP compiler is: omp.h and libomp)")
+        return value
 
     def torch_requirement(self, raw: Any, mark: Mark) -> Conditional:
         """`torch: rocm`, or `torch: {value: rocm, when: TEMPLATE}` where only some options need torch."""

@@ -60,6 +60,9 @@ class Requires:
     tool_versions: tuple[tuple[str, str], ...] = ()  # (tool, PEP 440 specifier its --version must satisfy)
     python: tuple[Conditional, ...] = ()  # modules importable in the target python
     cmake_packages: tuple[Conditional, ...] = ()  # config packages under the ROCm prefix
+    headers: tuple[Conditional, ...] = ()  # header paths under the ROCm include folder
+    libraries: tuple[Conditional, ...] = ()  # shared library names (roctx64: libroctx64.so) in the ROCm lib folders
+    openmp: str | None = None  # "hip": OpenMP for the HIP compiler's clang
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ from rocbuild.roots.archive import parse_packages
 CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
                   "rocm-core": "librocm-core-dev", "amd_comgr": "libamd-comgr-dev",
                   "hsa-runtime64": "libhsa-runtime-dev", "rocm_smi": "librocm-smi-dev"}
+# Headers and libraries of components without a CMake package (Debian packages roctx from roctracer's
+# source alone; roctracer64 itself has no package).
+HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev"}
+LIBRARIES = {"roctx64": "libroctx-dev"}
 TOOLS = {"hipconfig": "hipcc", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
          "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc"}
 APT_LISTS = Path("/var/lib/apt/lists")
@@ -33,12 +37,42 @@ def tool_candidates(name: str) -> list[str]:
     return [TOOLS[name]] if name in TOOLS else [name]
 
 
-def map_requirements(tools: Iterable[str], cmake_packages: Iterable[str], available: Container[str]) -> Mapping:
+def header_candidates(name: str) -> list[str]:
+    low = name.lower()
+    if low in HEADERS:
+        return [HEADERS[low]]
+    top = low.split("/")[0].removesuffix(".h").removesuffix(".hpp")
+    return [f"lib{top}-dev", f"{top}-dev"]
+
+
+def library_candidates(name: str) -> list[str]:
+    low = name.lower()
+    return [LIBRARIES[low]] if low in LIBRARIES else [f"lib{low}-dev", f"lib{low.rstrip('0123456789')}-dev"]
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a recipe lacks, as requirement labels (`tool 'cmake'`) with the Debian packages that may provide it."""
+
+    items: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def of(cls, tools: Iterable[str] = (), cmake_packages: Iterable[str] = (), headers: Iterable[str] = (),
+           libraries: Iterable[str] = (), openmp: str | None = None) -> Wanted:
+        """`openmp`: the Debian package of OpenMP for the HIP compiler, when that is what is missing."""
+        items = [(f"tool {t!r}", tuple(tool_candidates(t))) for t in tools]
+        items += [(f"CMake package {p!r}", tuple(cmake_candidates(p))) for p in cmake_packages]
+        items += [(f"header {h!r}", tuple(header_candidates(h))) for h in headers]
+        items += [(f"library {n!r}", tuple(library_candidates(n))) for n in libraries]
+        if openmp is not None:
+            items.append(("OpenMP for the HIP compiler", (openmp,)))
+        return cls(tuple(items))
+
+
+def map_requirements(wanted: Wanted, available: Container[str]) -> Mapping:
     found: dict[str, str] = {}
     unknown: list[str] = []
-    wanted = [(f"tool {t!r}", tool_candidates(t)) for t in tools]
-    wanted += [(f"CMake package {p!r}", cmake_candidates(p)) for p in cmake_packages]
-    for label, candidates in wanted:
+    for label, candidates in wanted.items:
         package = next((c for c in candidates if c in available), None)
         if package is None:
             unknown.append(label)
