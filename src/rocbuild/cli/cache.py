@@ -54,7 +54,7 @@ def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
 
     root = cache_root()
     entries = [e.to_json() for e in BuildCache(root / "builds").entries()]
-    others = {name: _folder_size(root / name) for name in ("mirrors", "ccache", "work", "recipe-sources")}
+    others = {name: _folder_size(root / name) for name in ("mirrors", "ccache", "work", "buildenvs", "recipe-sources")}
     if args.json:
         dump({"root": str(root), "builds": entries, "sizes": others})
         return 0

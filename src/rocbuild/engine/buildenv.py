@@ -1,13 +1,16 @@
 """Making the build environment the plan describes (plan/buildenv.py): the venv, its layer over the
-target python's site folders, and what it installs; reused while the list of what it holds is unchanged."""
+target python's site folders, and what it installs. Environments live in the cache, one per set of
+inputs, shared by every build that needs the same one; a work folder's buildenv links to its own."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,8 @@ from packaging.utils import canonicalize_name
 
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
+from rocbuild.fsutil import exclusive
+from rocbuild.paths import cache_root, short_hash
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, LAYER_FILE, LEGACY_BUILD_REQUIRES, STATE_FILE, BuildEnv, distribution_of
 from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner
@@ -109,6 +114,18 @@ def discard(env: BuildEnv) -> None:
     shutil.rmtree(env.folder, ignore_errors=True)
 
 
+def _link(place: Path, target: Path) -> None:
+    """`place` (the work folder's buildenv) becomes a link to the shared environment; what was there goes."""
+    if place.is_symlink() and os.readlink(place) == str(target):
+        return
+    tmp = place.with_name(f".{place.name}-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    if place.is_dir() and not place.is_symlink():
+        shutil.rmtree(place)
+    os.replace(tmp, place)
+
+
 class BuildEnvMaker:
     """Makes the plan's build environment (or finds it current) once per run, before the first wheel step."""
 
@@ -120,18 +137,35 @@ class BuildEnvMaker:
         self._ready = False  # made or found current in this run
 
     def ready(self, env: BuildEnv) -> None:
+        """The environment lives in the cache, under a key of everything that makes it (the target python,
+        the root it is in, what it holds), and is shared: another build with the same key (a new work
+        folder, a version bump) reuses it instead of making it again. The work folder links to it."""
         if self._ready:
             return
         requires = project_requires([Path(s.project) for s in self.plan.wheel_steps if s.project])
-        state = [*env.modules, *requires]  # reused while this list is unchanged
+        state = [*env.modules, *requires]  # what it holds
         label = "build-env"
         started = self.progress.start(label, " ".join(state) or "nothing to install")
-        if is_current(env, state):
-            self._ready = True
-            self.progress.done(label, started, "up to date")
-            return
+        shared = replace(env, folder=str(self._shared_folder(env, state)))
+        with exclusive(Path(shared.folder + ".lock"),
+                       lambda: self.progress.say("    waiting: another rocbuild is making this build environment")):
+            installed = None if is_current(shared, state) else self._make(shared, requires, state)
+        _link(Path(env.folder), Path(shared.folder))
+        self._ready = True
+        if installed is None:
+            self.progress.done(label, started, f"up to date ({Path(shared.folder).name})")
+        else:
+            self.progress.done(label, started, f"installed {' '.join(installed)}" if installed else "nothing missing")
+
+    def _shared_folder(self, env: BuildEnv, state: list[str]) -> Path:
+        root = self.plan.host.root
+        key = short_hash([os.path.realpath(env.target), env.version, state, root.label if root else None], 16)
+        return cache_root() / "buildenvs" / f"py{env.version}-{key}"
+
+    def _make(self, env: BuildEnv, requires: list[str], state: list[str]) -> list[str]:
         log = self.workspace.log_path(0, "build-env")
         discard(env)
+        Path(env.folder).parent.mkdir(parents=True, exist_ok=True)
         self._command(env, env.create_argv, log)
         layer(env, self._command(env, env.site_argv, log))
         # The check exits 1 when something is missing: that is its answer, not a failure.
@@ -140,8 +174,7 @@ class BuildEnvMaker:
         if install:
             self._command(env, env.install_argv(install), log)
         record(env, state)
-        self._ready = True
-        self.progress.done(label, started, f"installed {' '.join(install)}" if install else "nothing missing")
+        return install
 
     def _command(self, env: BuildEnv, argv: tuple[str, ...], log: Path, answers: tuple[int, ...] = (0,)) -> str:
         result = self.runner.run(argv, cwd=self.plan.work.root, env=self.plan.base_env, log=log)
