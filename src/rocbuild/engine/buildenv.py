@@ -14,9 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import exclusive
@@ -53,6 +50,9 @@ def layer(env: BuildEnv, site_answer: str) -> list[str]:
 
 
 def _from_target(requirement: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement  # ~30 ms: only when a wheel step runs
+    from packaging.utils import canonicalize_name
+
     try:
         name = Requirement(requirement).name
     except InvalidRequirement:
@@ -62,6 +62,8 @@ def _from_target(requirement: str) -> bool:
 
 def build_system_requires(project: Path) -> list[str]:
     """The project's [build-system] requires (PEP 518), or pip's assumption when it has none."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     pyproject = project / "pyproject.toml"
     if not pyproject.is_file():
         return list(LEGACY_BUILD_REQUIRES)

@@ -7,8 +7,6 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocbuild.roots.archive import parse_packages
-
 # Names Debian spells differently from the requirement; the rest follow lib<name>-dev or <name>.
 CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
                   "rocm-core": "librocm-core-dev", "amd_comgr": "libamd-comgr-dev",
@@ -83,6 +81,8 @@ def map_requirements(wanted: Wanted, available: Container[str]) -> Mapping:
 
 def listed_packages(lists: Path = APT_LISTS) -> set[str]:
     """Package names in apt's downloaded indexes (empty until `apt-get update` ran)."""
+    from rocbuild.roots.archive import parse_packages  # urllib and lzma: only for a root's own lists
+
     names: set[str] = set()
     if not lists.is_dir():
         return names
