@@ -30,9 +30,12 @@ def register(sub: Subparsers) -> None:
     p = action(acts, COMMAND, "lint", cmd_lint, "check recipe files; exit 2 when one is wrong")
     p.add_argument("files", nargs="+", metavar="FILE")
     _dirs(p)
-    p = action(acts, COMMAND, "new", cmd_new, "write a starter recipe")
+    p = action(acts, COMMAND, "new", cmd_new, "write a starter recipe, or a draft read from a release's sdist")
     p.add_argument("name", metavar="NAME")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: ./NAME.yaml)")
+    p.add_argument("--sdist", metavar="NAME==VERSION",
+                   help="draft the recipe from this release's sdist: its build backend, CMake files and setup.py "
+                        "are read for the HIP switches and target variables (nothing is built)")
     p = action(acts, COMMAND, "add", cmd_add, "add a recipe source: a git repository or a folder")
     p.add_argument("location", metavar="URL|PATH")
     p.add_argument("--ref", help="the branch, tag or commit of the recipe repository (default: its HEAD)")
@@ -119,9 +122,12 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
         raise UsageError(f"{name!r} is not a valid recipe name",
                          hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
     out = Path(args.output or f"{name}.yaml")
+    if out.exists():  # never overwrite someone's recipe (checked again when writing)
+        raise UsageError(f"{out} already exists", hint="give another -o FILE, or remove it first")
+    text = _draft(name, args.sdist) if args.sdist else starter_recipe(name)
     try:
-        with open(out, "x", encoding="utf-8") as fh:  # never overwrite someone's recipe
-            fh.write(starter_recipe(name))
+        with open(out, "x", encoding="utf-8") as fh:
+            fh.write(text)
     except FileExistsError:
         raise UsageError(f"{out} already exists", hint="give another -o FILE, or remove it first") from None
     except OSError as exc:
@@ -130,6 +136,31 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
     print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch gfx90a`",
           file=sys.stderr)
     return 0
+
+
+def _draft(name: str, requirement: str) -> str:
+    """Fetch the sdist (from the index, building nothing), unpack it aside and read its build files."""
+    import tempfile
+
+    from rocbuild.paths import cache_root
+    from rocbuild.progress import Progress
+    from rocbuild.recipe.draft import draft_recipe, read_tree
+    from rocbuild.source.sdist import resolve_sdist, unpack_sdist
+    from rocbuild.source.spec import SDIST_ACCEPTED, SdistSource, sdist_problem
+
+    problem = sdist_problem(requirement)
+    if problem is not None:
+        raise UsageError(f"--sdist {requirement!r}: {problem}", hint=f"accepted: {SDIST_ACCEPTED}")
+    folder = cache_root() / "sdists" / requirement.replace("==", "-").lower()
+    spec = SdistSource(requirement, str(folder), sys.executable)
+    say = Progress().say
+    with tempfile.TemporaryDirectory(prefix="rocbuild-draft-") as tmp:
+        identity, _ = resolve_sdist(spec, lambda line: say(f"    {line}"), Path(tmp) / "fetch.log")
+        unpack_sdist(spec, Path(tmp) / "src")
+        reading = read_tree(Path(tmp) / "src")
+    for note in reading.notes:
+        say(f"note: {note}")
+    return draft_recipe(name, requirement, identity.rsplit("sha256:", 1)[-1], reading)
 
 
 def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:

@@ -1,0 +1,50 @@
+"""Reading a project's build files for its HIP switches and target variables (trees the test writes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from rocbuild.recipe.draft import draft_recipe, read_tree
+from rocbuild.recipe.load import load_recipe_text
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_cmake_switch_under_scikit_build_becomes_config_settings(tmp_path):
+    t = tree(tmp_path, {
+        "pyproject.toml": '[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n',
+        "CMakeLists.txt": "project(x CXX)\noption(GGML_HIP \"hip\" OFF) # the backend\n",
+        "src/CMakeLists.txt": "if(GGML_HIP)\n  set(CMAKE_HIP_ARCHITECTURES ${GPU_TARGETS})\nendif()\n",
+    })
+    reading = read_tree(t)
+    assert [(f.name, f.where) for f in reading.switches] == [("GGML_HIP", "CMakeLists.txt:2")]
+    assert {f.name for f in reading.archs} == {"GPU_TARGETS", "CMAKE_HIP_ARCHITECTURES"}
+    text = draft_recipe("x", "x==1.0", "0" * 64, reading)
+    steps = yaml.safe_load(text)["steps"][0]["wheel"]["config-settings"]
+    assert steps["cmake.define.GGML_HIP"] == "ON" and steps["cmake.define.GPU_TARGETS"] == "${{ archs | join(';') }}"
+    assert "# Found: GGML_HIP (CMake) at CMakeLists.txt:2" in text
+    load_recipe_text(text, tmp_path / "x.yaml")  # it lints
+
+
+def test_an_environment_switch_read_by_setup_py_becomes_env(tmp_path):
+    t = tree(tmp_path, {"setup.py": "import os\nif os.environ.get('USE_ROCM'):\n    run(['hipcc', '-c'])\n"
+                                     "home = os.getenv('ROCM_HOME')\n"})
+    reading = read_tree(t)
+    text = draft_recipe("y", "y==2.0", "0" * 64, reading)
+    env = yaml.safe_load(text)["env"]
+    assert env == {"ROCM_HOME": "${{ rocm.path }}", "USE_ROCM": "1", "HCC_AMDGPU_TARGET": "${{ archs | join(',') }}"}
+    assert "no [build-system]" in text
+
+
+def test_a_project_without_a_hip_switch_says_so(tmp_path):
+    t = tree(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["flit_core"]\nbuild-backend = "flit_core.buildapi"\n'})
+    text = draft_recipe("z", "z==3.0", "0" * 64, read_tree(t))
+    assert "# DRAFT: no known HIP/ROCm switch in its build files" in text
+    assert "env:" not in text and yaml.safe_load(text)["steps"] == [{"wheel": {}}]
