@@ -56,7 +56,9 @@ def _provenance_line(p: dict[str, Any]) -> str:
     src = identity.get("source") or {}
     recipe = identity.get("recipe") or {}
     toolchain = identity.get("toolchain") or {}
-    origin = f"commit {str(src.get('identity'))[:12]}" if src.get("kind") == "git" else "a source folder"
+    kind = src.get("kind")
+    origin = (f"commit {str(src.get('identity'))[:12]}" if kind == "git" else
+              f"the sdist {str(src.get('identity')).split(' sha256:')[0]}" if kind == "sdist" else "a source folder")
     return (f"built by rocbuild {p.get('rocbuild')} from recipe {recipe.get('name')} {recipe.get('version')} "
             f"({origin}) for {', '.join(identity.get('archs') or [])} with ROCm {toolchain.get('rocm_version')} "
             f"at {toolchain.get('rocm_path')}, {p.get('built_at')} (build key {str(p.get('build_key'))[:16]})")
