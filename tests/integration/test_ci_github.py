@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,37 @@ def test_bad_runs_on(cli, args, message):
     code, _, err = cli("ci", "github", "--recipes", "hello-hip", "--rocm", "6.4", "--arch", "gfx1100",
                        "--install", INSTALL, *args)
     assert code == 2 and message in err
+
+
+@pytest.mark.actionlint
+def test_a_weekly_recipes_check_job_publishes_its_report(cli, tmp_path):
+    wf = tmp_path / ".github" / "workflows" / "wheels.yml"
+    code, _, err = cli("ci", "github", "--recipes", "hello-hip,lightgbm", "--rocm", "7.2", "--install", INSTALL,
+                       "--recipes-check", "-o", wf)
+    assert code == 0, err
+    lint = actionlint(wf)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    data = yaml.safe_load(wf.read_text())
+    jobs = data["jobs"]
+    triggers = data.get("on", data.get(True))  # PyYAML reads the bare key `on` as YAML 1.1's true
+    assert triggers["schedule"] == [{"cron": "17 5 * * 1"}]
+    assert jobs["build"]["if"] == "github.event_name != 'schedule'" and "schedule" in jobs["index"]["if"]
+    check = jobs["recipes-check"]
+    assert check["env"]["RECIPES"] == "hello-hip lightgbm" and check["env"]["IMAGE"].endswith("-complete")
+    assert "rocbuild recipes check $RECIPES --json" in check["env"]["ROCBUILD_CHECK"]
+    for step in check["steps"]:
+        if "uses" in step:
+            assert set(step.get("with", {})) <= ACTION_INPUTS[step["uses"]], step
+    # The summary step, run on a real report: one row per recipe.
+    report = tmp_path / "work"
+    report.mkdir()
+    (report / "recipes-check.json").write_text(json.dumps([
+        {"recipe": "lightgbm", "current": "4.7.0", "newest": "4.8.0", "warning": None,
+         "patches": [{"verdict": "applies"}]},
+        {"recipe": "hello-hip", "current": "0.1.0", "newest": None, "warning": None, "patches": []}]))
+    summary = report / "summary.md"
+    done = subprocess.run([sys.executable, "-c", check["env"]["ROCBUILD_SUMMARY"]], cwd=report, check=False,
+                          env=dict(os.environ, GITHUB_STEP_SUMMARY=str(summary)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "| lightgbm | 4.7.0 | 4.8.0 | applies |" in summary.read_text()
+    assert "| hello-hip | 0.1.0 | current | - |" in summary.read_text()

@@ -97,6 +97,31 @@ esac
 """
 
 # The index job: per-ROCm PEP 503 indexes over every wheel the build jobs made.
+CHECK_SCRIPT = r"""
+if [ "${ROCBUILD_APT:-}" = 1 ]; then
+  apt-get update
+  apt-get install -y --no-install-recommends git cmake make ca-certificates python3 python3-venv
+fi
+python3 -m venv .rocbuild-venv
+.rocbuild-venv/bin/python -m pip install --disable-pip-version-check -q "$ROCBUILD_INSTALL"
+set +e
+.rocbuild-venv/bin/python -m rocbuild recipes check $RECIPES --json > recipes-check.json
+echo $? > recipes-check.exit
+"""
+# The report as the job's summary: one row per recipe, what is newer, and how its patches fare.
+SUMMARY_SCRIPT = r"""
+import json, os
+rows = json.load(open("recipes-check.json"))
+out = ["| recipe | recipe's release | newest | patches |", "| --- | --- | --- | --- |"]
+for r in rows:
+    verdicts = ", ".join(p["verdict"] for p in r["patches"]) or "-"
+    out.append(f"| {r['recipe']} | {r['current']} | {r['newest'] or 'current'} | {verdicts} |")
+    if r["warning"]:
+        out.append(f"| {r['recipe']} | | | warning: {r['warning']} |")
+with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
+    fh.write("## rocbuild recipes check\n\n" + "\n".join(out) + "\n")
+"""
+
 INDEX_SCRIPT = r"""
 if command -v "python$PYTHON_VERSION" >/dev/null; then
   "python$PYTHON_VERSION" -m venv .rocbuild-venv
@@ -215,12 +240,17 @@ def _default_archs(rocm: str) -> tuple[str, ...]:
 
 
 def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = ("ubuntu-latest",),
-                    pages: bool = False) -> str:
+                    pages: bool = False, check: bool = False) -> str:
     """A workflow: one build job per matrix entry, then one job that puts every wheel that was made
-    (also when some cells failed) into per-ROCm indexes."""
+    (also when some cells failed) into per-ROCm indexes. `check`: and a weekly job that runs
+    `rocbuild recipes check` on the recipes and publishes its report (the builds do not run then)."""
     labels: str | list[str] = runs_on[0] if len(runs_on) == 1 else list(runs_on)
     jobs: dict[str, Any] = {"build": _build_job(matrix, install, runs_on, labels),
                             "index": _index_job(matrix, install, labels, pages)}
+    if check:
+        jobs["build"]["if"] = "github.event_name != 'schedule'"
+        jobs["index"]["if"] = "${{ !cancelled() && github.event_name != 'schedule' }}"
+        jobs["recipes-check"] = _check_job(matrix, install, labels)
     if pages:
         jobs["pages"] = {
             "needs": "index",
@@ -231,9 +261,12 @@ def github_workflow(matrix: Matrix, *, install: str, runs_on: tuple[str, ...] = 
             "environment": {"name": "github-pages", "url": "${{ steps.deploy.outputs.page_url }}"},
             "steps": [{"id": "deploy", "uses": ACTIONS["pages-deploy"]}],
         }
+    triggers: dict[str, Any] = {"workflow_dispatch": None, "push": {"branches": ["main"]}, "pull_request": None}
+    if check:
+        triggers["schedule"] = [{"cron": "17 5 * * 1"}]  # Mondays: upstream released something?
     workflow = {
         "name": "rocbuild wheels",
-        "on": {"workflow_dispatch": None, "push": {"branches": ["main"]}, "pull_request": None},
+        "on": triggers,
         "permissions": {"contents": "read"},
         # A newer push to the same branch supersedes a running build.
         "concurrency": {"group": "${{ github.workflow }}-${{ github.ref }}", "cancel-in-progress": True},
@@ -287,6 +320,35 @@ def _build_job(matrix: Matrix, install: str, runs_on: tuple[str, ...], labels: s
         "strategy": {"fail-fast": False, "matrix": {"include": [asdict(x) for x in matrix.entries]}},
         "env": build_env,
         "steps": steps,
+    }
+
+
+def _check_job(matrix: Matrix, install: str, labels: str | list[str]) -> dict[str, Any]:
+    """`rocbuild recipes check` in the first cell's ROCm image (it renders the recipes' patches), its
+    JSON report uploaded and summarised; the job fails when a recipe is behind or a patch fails."""
+    first = matrix.entries[0]
+    recipes = " ".join(dict.fromkeys(e.recipe for e in matrix.entries))
+    run = ('if [ "$IMAGE" = none ]; then\n'
+           '  bash -euo pipefail -c "$ROCBUILD_CHECK"\n'
+           'else\n'
+           '  docker run --rm --user 0 -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
+           '    -e RECIPES -e ROCBUILD_INSTALL -e ROCBUILD_CHECK "$IMAGE" bash -euo pipefail -c "$ROCBUILD_CHECK"\n'
+           "fi")
+    return {
+        "if": "github.event_name == 'schedule' || github.event_name == 'workflow_dispatch'",
+        "runs-on": labels,
+        "timeout-minutes": 60,
+        "env": {"RECIPES": recipes, "IMAGE": first.container, "ROCBUILD_INSTALL": install,
+                "ROCBUILD_CHECK": CHECK_SCRIPT.lstrip(), "ROCBUILD_SUMMARY": SUMMARY_SCRIPT.lstrip()},
+        "steps": [
+            {"uses": ACTIONS["checkout"]},
+            {"name": "rocbuild recipes check", "run": run},
+            {"name": "Report (step summary)", "if": "always()", "run": 'python3 -c "$ROCBUILD_SUMMARY"'},
+            {"uses": ACTIONS["upload"], "if": "always()",
+             "with": {"name": "recipes-check", "path": "recipes-check.json", "if-no-files-found": "error"}},
+            {"name": "Fail when a recipe is behind or a patch no longer applies",
+             "run": 'exit "$(cat recipes-check.exit)"'},
+        ],
     }
 
 

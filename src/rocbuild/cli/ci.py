@@ -29,6 +29,9 @@ def register(sub: Subparsers) -> None:
                                                      "(default: where this rocbuild came from, when a runner can "
                                                      "reach it)")
     p.add_argument("--pages", action="store_true", help="also deploy the index to GitHub Pages (from main)")
+    p.add_argument("--recipes-check", action="store_true",
+                   help="github: add a weekly job running `rocbuild recipes check` on the recipes, its report "
+                        "in the job summary and an artifact (the builds do not run on that schedule)")
     p.add_argument("-o", "--output", metavar="FILE", help="github: write the workflow here (default: stdout)")
     p.add_argument("--json", action="store_true", help="matrix: JSON (the default and only form)")
     p.set_defaults(handler=cmd_ci)
@@ -47,7 +50,7 @@ def cmd_ci(args: argparse.Namespace, inv: Invocation) -> int:
     for e in matrix.excluded:
         print(f"left out: {e['recipe']} on ROCm {e['rocm']} ({e['reason']})", file=sys.stderr)
     if args.target == "matrix":
-        if args.output or args.pages or args.install or args.runs_on:
+        if args.output or args.pages or args.install or args.runs_on or args.recipes_check:
             raise UsageError("`ci matrix` prints the matrix only; -o, --pages, --install and --runs-on go with "
                              "`ci github`")
         dump(matrix.to_json())
@@ -57,7 +60,7 @@ def cmd_ci(args: argparse.Namespace, inv: Invocation) -> int:
               "name your runners with --runs-on (e.g. self-hosted,linux,rocm); each job checks its ROCm first",
               file=sys.stderr)
     install = args.install or ci.default_install(Path.cwd())
-    text = ci.github_workflow(matrix, install=install, runs_on=runs_on, pages=args.pages)
+    text = ci.github_workflow(matrix, install=install, runs_on=runs_on, pages=args.pages, check=args.recipes_check)
     if args.output:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)

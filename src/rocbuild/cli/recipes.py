@@ -47,6 +47,13 @@ def register(sub: Subparsers) -> None:
     p.add_argument("name", metavar="SOURCE")
     p = action(acts, COMMAND, "sources", cmd_sources, "the recipe sources added")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = action(acts, COMMAND, "check", cmd_check, "newer upstream releases, and whether the patches still apply to them")
+    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("--pre", action="store_true", help="count pre-releases too")
+    p.add_argument("--bump", action="store_true",
+                   help="write the newest release into each recipe that is behind and whose patches all apply")
+    _dirs(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p = action(acts, COMMAND, "schema", cmd_schema, "the JSON Schema of recipe files (for editors and CI)")
     p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
     p.add_argument("--path", action="store_true", help="print where the shipped copy is instead")
@@ -213,6 +220,73 @@ def cmd_sources(args: argparse.Namespace, inv: Invocation) -> int:
         if not rows:
             print("no recipe sources; add one with `rocbuild recipes add URL|PATH`")
     return 0
+
+
+def cmd_check(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.recipe import catalog
+
+    dirs = _recipe_dirs(args, inv)
+    names = list(args.names) or [found.name for found in catalog.all_recipes(dirs)]
+    checks = [_check(name, args, inv) for name in names]
+    if args.json:
+        dump([c.to_json() for c in checks])
+    else:
+        for c in checks:
+            _say_check(c)
+    return 1 if any(c.behind or not c.patches_apply for c in checks) else 0
+
+
+def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
+    """One recipe: its newest release, its patches tried on that release's tree, and --bump."""
+    from rocbuild.cli.build import plan_for
+    from rocbuild.engine.upstream import Check, bump, fetch_tree, newest_sdist, newest_tag, scratch_tree, try_patches
+    from rocbuild.errors import HostNotReady
+    from rocbuild.paths import cache_root
+    from rocbuild.plan.request import BuildRequest
+    from rocbuild.process.runner import Runner
+    from rocbuild.progress import Progress
+    from rocbuild.source.spec import GitSource, SdistSource
+
+    say = Progress().say
+    # The targets change nothing a check looks at: one stands in, so no GPU is looked for.
+    request = BuildRequest(recipe=name, arch="gfx90a", recipe_dirs=tuple(args.recipes), build_env=False,
+                           environ=dict(inv.environ), root=inv.root)
+    try:
+        plan = plan_for(request)
+    except HostNotReady as exc:
+        raise UsageError(f"recipes check {name}: {exc.message}", hint=exc.hint) from None
+    source, recipe = plan.source, plan.recipe
+    check = Check(recipe.name, str(recipe.path), recipe.version, "folder")
+    if isinstance(source, SdistSource):
+        check.kind = "sdist"
+        check.newest, check.warning = newest_sdist(source.requirement, recipe.version, source.python, args.pre,
+                                                   lambda line: say(f"    {line}"))
+    elif isinstance(source, GitSource):
+        check.kind = "git"
+        found, check.warning = newest_tag(source.url, recipe.version, args.pre, lambda line: say(f"    {line}"))
+        check.newest, check.tag = found if found else (None, None)
+    if not check.behind or not isinstance(source, SdistSource | GitSource):
+        return check
+    tree = scratch_tree(cache_root() / "check" / recipe.name)
+    fetch_tree(source, check, tree, lambda line: say(f"    {line}"))
+    check.patches = try_patches(plan.patches, tree, Runner(), tree.parent / "patches.log")
+    if args.bump and check.patches_apply:
+        print(bump(recipe.path, check))
+    return check
+
+
+def _say_check(c: Any) -> None:
+    if c.warning:
+        print(f"{c.recipe}: warning: {c.warning}")
+    if not c.behind:
+        print(f"{c.recipe} {c.current}: " + ("a local folder, nothing to check" if c.kind == "folder" else "current"))
+        return
+    print(f"{c.recipe} {c.current} -> {c.newest} ({c.kind}{', tag ' + c.tag if c.tag else ''}): "
+          + ("every patch applies" if c.patches_apply else "a patch no longer applies"))
+    for trial in c.patches:
+        print(f"  {trial.verdict}: {trial.patch}")
+        if trial.verdict == "fails":
+            print("    " + trial.detail.replace("\n", "\n    "))
 
 
 def cmd_schema(args: argparse.Namespace, inv: Invocation) -> int:
