@@ -110,7 +110,7 @@ echo $? > recipes-check.exit
 """
 # The report as the job's summary: one row per recipe, what is newer, and how its patches fare.
 SUMMARY_SCRIPT = r"""
-import json, os
+import json, sys
 rows = json.load(open("recipes-check.json"))
 out = ["| recipe | recipe's release | newest | patches |", "| --- | --- | --- | --- |"]
 for r in rows:
@@ -118,7 +118,7 @@ for r in rows:
     out.append(f"| {r['recipe']} | {r['current']} | {r['newest'] or 'current'} | {verdicts} |")
     if r["warning"]:
         out.append(f"| {r['recipe']} | | | warning: {r['warning']} |")
-with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
+with open(sys.argv[1], "a") as fh:  # the job's $GITHUB_STEP_SUMMARY
     fh.write("## rocbuild recipes check\n\n" + "\n".join(out) + "\n")
 """
 
@@ -343,7 +343,8 @@ def _check_job(matrix: Matrix, install: str, labels: str | list[str]) -> dict[st
         "steps": [
             {"uses": ACTIONS["checkout"]},
             {"name": "rocbuild recipes check", "run": run},
-            {"name": "Report (step summary)", "if": "always()", "run": 'python3 -c "$ROCBUILD_SUMMARY"'},
+            {"name": "Report (step summary)", "if": "always()",
+             "run": 'python3 -c "$ROCBUILD_SUMMARY" "$GITHUB_STEP_SUMMARY"'},
             {"uses": ACTIONS["upload"], "if": "always()",
              "with": {"name": "recipes-check", "path": "recipes-check.json", "if-no-files-found": "error"}},
             {"name": "Fail when a recipe is behind or a patch no longer applies",

@@ -263,7 +263,8 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
                                                    lambda line: say(f"    {line}"))
     elif isinstance(source, GitSource):
         check.kind = "git"
-        found, check.warning = newest_tag(source.url, recipe.version, args.pre, lambda line: say(f"    {line}"))
+        found, check.warning = newest_tag(source.url, recipe.version, args.pre, lambda line: say(f"    {line}"),
+                                          inv.environ)
         check.newest, check.tag = found if found else (None, None)
     if not check.behind or not isinstance(source, SdistSource | GitSource):
         return check

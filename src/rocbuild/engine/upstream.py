@@ -7,13 +7,11 @@ longer matches). `--bump` then writes the new release into the recipe when every
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from rocbuild.errors import StepFailed
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.paths import cache_root, mirror_path
 from rocbuild.plan.model import DiffPatch, PatchAction
-from rocbuild.process.runner import StepRunner
+from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.source.git import checkout_git, resolve_git
 from rocbuild.source.index import index_settings, project_files
 from rocbuild.source.sdist import resolve_sdist, unpack_sdist
@@ -80,16 +78,16 @@ def newest_sdist(requirement: str, current: str, python: str, pre: bool, log: Lo
     return _newer(current, versions), None
 
 
-def newest_tag(url: str, current: str, pre: bool, log: Log) -> tuple[tuple[str, str] | None, str | None]:
+def newest_tag(url: str, current: str, pre: bool, log: Log,
+               environ: Mapping[str, str]) -> tuple[tuple[str, str] | None, str | None]:
     """((version, tag), None) of the newest release tag above `current`, or (None, why not)."""
     argv = ["git", "ls-remote", "--tags", url]
     log("$ " + shlex.join(argv))
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              timeout=120, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
-    except subprocess.TimeoutExpired:
-        return None, f"git ls-remote {url} did not answer in 120 s"
-    if done.returncode != 0:
+    # A remote that wants a password is a remote that does not answer, not a prompt.
+    done = query_process(argv, env={**environ, "GIT_TERMINAL_PROMPT": "0"}, timeout=120)
+    if isinstance(done, str):
+        return None, f"git ls-remote {url}: {done}"
+    if done.exit_code != 0:
         return None, f"git ls-remote {url} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
     tags: dict[Version, str] = {}
     for line in done.stdout.splitlines():
