@@ -86,7 +86,8 @@ def plan_for(request: BuildRequest) -> Plan:
 
     chosen = choose(request)
     host = find_host(arch=request.arch, rocm=request.rocm, python=request.python, jobs=request.jobs,
-                     environ=request.environ, root=request.root, need_archs=chosen.need_archs)
+                     environ=request.environ, root=request.root, need_archs=chosen.need_archs,
+                     need_torch=chosen.need_torch)
     return assemble(request, chosen, host)
 
 

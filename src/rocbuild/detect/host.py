@@ -41,15 +41,17 @@ class Host:
 
 
 def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: int | None,
-              environ: Mapping[str, str], root: RootInfo | None, need_archs: bool = True) -> Host:
+              environ: Mapping[str, str], root: RootInfo | None, need_archs: bool = True,
+              need_torch: bool = True) -> Host:
     """`need_archs`: no GPU found and no --arch is an error (HostNotReady) before anything else is
-    looked at; a recipe that compiles nothing for a GPU, and a lock, need none."""
+    looked at; a recipe that compiles nothing for a GPU, and a lock, need none. `need_torch`: the
+    target python's torch is read (a recipe that never mentions torch does without: one process less)."""
     env = dict(environ)
     detection = detect_archs(arch, environ=env)
     archs = require_archs(detection) if need_archs else detection.archs
     target = find_python(python)
     found_rocm = require_rocm(find_rocm(rocm, env, python=target.executable))
-    probed = probe_python(target.executable)
+    probed = probe_python(target.executable) if need_torch else "not needed"
     host = Host(
         archs=tuple(archs), rocm=found_rocm, python=target, jobs=jobs or default_jobs(),
         override=detection.override.value if detection.override else None, gpu=gpu_access(),

@@ -3,6 +3,7 @@ complete Plan (`assemble`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from rocbuild.recipe.catalog import Found, RecipeDirs
 from rocbuild.recipe.model import Recipe
 from rocbuild.source.spec import DirSource, check_ref
 
+# A template that reads the target's torch (`${{ torch.version >= '2.1' }}`); a comment naming torch does not.
+TORCH_IN_TEMPLATE = re.compile(r"\$\{\{[^}]*\btorch\b")
+
 
 @dataclass(frozen=True)
 class Chosen:
@@ -29,6 +33,13 @@ class Chosen:
     recipe: Recipe
     options: dict[str, Any]
     need_archs: bool  # whether it compiles for GPU targets (a tree recipe and a lock name none)
+
+    @property
+    def need_torch(self) -> bool:
+        """Whether the target python's torch matters: required, or named in a template."""
+        recipe = self.recipe
+        texts = [recipe.text, *(text for _, text in recipe.bases)]
+        return recipe.requires.torch is not None or any(TORCH_IN_TEMPLATE.search(text) for text in texts)
 
 
 def choose(request: BuildRequest) -> Chosen:
