@@ -152,22 +152,20 @@ def _draft(name: str, requirement: str) -> str:
     from rocbuild.paths import cache_root
     from rocbuild.progress import Progress
     from rocbuild.recipe.draft import draft_recipe, read_tree
-    from rocbuild.source.sdist import resolve_sdist, unpack_sdist
+    from rocbuild.source.sdist import fetch_sdist
     from rocbuild.source.spec import SDIST_ACCEPTED, SdistSource, sdist_problem
 
     problem = sdist_problem(requirement)
     if problem is not None:
         raise UsageError(f"--sdist {requirement!r}: {problem}", hint=f"accepted: {SDIST_ACCEPTED}")
-    folder = cache_root() / "sdists" / requirement.replace("==", "-").lower()
-    spec = SdistSource(requirement, str(folder), sys.executable)
+    spec = SdistSource.in_cache(requirement, cache_root(), sys.executable)
     say = Progress().say
     with tempfile.TemporaryDirectory(prefix="rocbuild-draft-") as tmp:
-        identity, _ = resolve_sdist(spec, lambda line: say(f"    {line}"), Path(tmp) / "fetch.log")
-        unpack_sdist(spec, Path(tmp) / "src")
+        sha256 = fetch_sdist(spec, Path(tmp) / "src", lambda line: say(f"    {line}"))
         reading = read_tree(Path(tmp) / "src")
     for note in reading.notes:
         say(f"note: {note}")
-    return draft_recipe(name, requirement, identity.rsplit("sha256:", 1)[-1], reading)
+    return draft_recipe(name, requirement, sha256, reading)
 
 
 def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:

@@ -110,7 +110,7 @@ def apply_copy(patch: CopyPatch, root: Path) -> str:
 
 
 def apply_diff(patch: DiffPatch, root: Path, runner: StepRunner, log: Path) -> str:
-    env = _git_env(root)
+    env = git_env(root)
     check = runner.run(patch.check_argv, cwd=root, env=env, log=log)
     if check.exit_code != 0:
         if runner.run(patch.reverse_check_argv, cwd=root, env=env, log=log).exit_code == 0:
@@ -123,7 +123,7 @@ def apply_diff(patch: DiffPatch, root: Path, runner: StepRunner, log: Path) -> s
     return f"{patch.name}: applied"
 
 
-def _git_env(root: Path) -> dict[str, str]:
+def git_env(root: Path) -> dict[str, str]:
     # Stop git from discovering an enclosing repository, where `git apply`
     # would resolve paths against that repository's top and skip our files.
     return {"GIT_CEILING_DIRECTORIES": str(root.resolve().parent)}

@@ -10,7 +10,6 @@ import difflib
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from rocbuild.engine.patch import apply_patch
+from rocbuild.engine.patch import apply_patch, git_env
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import write_text_atomically
 from rocbuild.paths import cache_root, mirror_path
@@ -26,7 +25,7 @@ from rocbuild.plan.model import DiffPatch, PatchAction
 from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.source.git import checkout_git, resolve_git
 from rocbuild.source.index import index_settings, project_files
-from rocbuild.source.sdist import resolve_sdist, unpack_sdist
+from rocbuild.source.sdist import fetch_sdist
 from rocbuild.source.spec import GitSource, SdistSource
 
 Log = Callable[[str], None]
@@ -115,12 +114,7 @@ def fetch_tree(source: SdistSource | GitSource, check: Check, dest: Path, log: L
     """The newest release's tree at `dest`, through the same caches a build uses."""
     if isinstance(source, SdistSource):
         requirement = f"{source.requirement.partition('==')[0]}=={check.newest}"
-        folder = cache_root() / "sdists" / requirement.replace("==", "-").lower()
-        spec = SdistSource(requirement, str(folder), source.python)
-        with tempfile.TemporaryDirectory() as tmp:
-            identity, _ = resolve_sdist(spec, log, Path(tmp) / "fetch.log")
-        check.sha256 = identity.rsplit("sha256:", 1)[-1]
-        unpack_sdist(spec, dest)
+        check.sha256 = fetch_sdist(SdistSource.in_cache(requirement, cache_root(), source.python), dest, log)
         return
     git = GitSource(source.url, str(mirror_path(source.url)), ref=check.tag, submodules=source.submodules)
     sha, _ = resolve_git(git, log)
@@ -150,7 +144,7 @@ def try_patches(patches: tuple[PatchAction, ...], tree: Path, runner: StepRunner
 def _offset(action: DiffPatch, tree: Path, runner: StepRunner, log: Path) -> bool:
     """Whether git placed a hunk elsewhere than the patch says (asked in reverse, on the patched tree)."""
     argv = ("git", "apply", "--reverse", "--check", "-v", "-p1", action.path)
-    result = runner.run(argv, cwd=tree, env={"GIT_CEILING_DIRECTORIES": str(tree.resolve().parent)}, log=log)
+    result = runner.run(argv, cwd=tree, env=git_env(tree), log=log)
     return "offset" in result.output
 
 

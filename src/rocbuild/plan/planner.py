@@ -269,8 +269,7 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
         if overridden:
             raise UsageError(f"--ref {ref}: {recipe.name} comes from the sdist {src.sdist}, not from git",
                              hint="build another tree with --source-dir DIR")
-        name = src.sdist.replace("==", "-").lower()
-        return SdistSource(src.sdist, str((cache or cache_root()) / "sdists" / name), python, src.sha256)
+        return SdistSource.in_cache(src.sdist, cache or cache_root(), python, src.sha256)
     assert src.git is not None  # the loader requires exactly one of git, path and sdist
     if ref is not None and not overridden:
         try:

@@ -40,14 +40,22 @@ def check_name(name: str) -> str:
 
 def installed_packages(tree: Path) -> dict[str, str]:
     """{package: version} of what dpkg has installed in `tree`."""
-    return {fields["Package"]: fields["Version"] for fields in _installed(tree)}
+    return _versions(_installed(tree))
+
+
+def _versions(installed: list[dict[str, str]]) -> dict[str, str]:
+    return {fields["Package"]: fields["Version"] for fields in installed}
 
 
 def rocm_packages(tree: Path) -> dict[str, str]:
-    """{package: version} of the ROCm family installed in `tree`: what Debian's ROCm team maintains, and
-    packages named like ROCm's libraries (librocprim-dev, libhipcub-dev, ...) whoever maintains them."""
-    return {fields["Package"]: fields["Version"] for fields in _installed(tree)
-            if ROCM_TEAM in fields.get("Maintainer", "") or ROCM_PACKAGE.match(fields["Package"])}
+    return _rocm_family(_installed(tree))
+
+
+def _rocm_family(installed: list[dict[str, str]]) -> dict[str, str]:
+    """{package: version} of the ROCm family: what Debian's ROCm team maintains, and packages named like
+    ROCm's libraries (librocprim-dev, libhipcub-dev, ...) whoever maintains them."""
+    return _versions([fields for fields in installed
+                      if ROCM_TEAM in fields.get("Maintainer", "") or ROCM_PACKAGE.match(fields["Package"])])
 
 
 def _installed(tree: Path) -> list[dict[str, str]]:
@@ -78,9 +86,10 @@ class Root:
 
     def identity(self) -> dict[str, Any]:
         """What a build in this root depends on: its suite and the versions of its toolchain packages."""
-        installed = self.packages()
+        stanzas = _installed(self.tree)  # dpkg's status read once for both
+        installed = _versions(stanzas)
         versions = {p: installed[p] for p in SHOWN_PACKAGES if p in installed}
-        rocm = rocm_packages(self.tree)
+        rocm = _rocm_family(stanzas)
         return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm], 12), "versions": versions,
                 "components": rocm}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tarfile
+import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -55,6 +56,14 @@ def resolve_sdist(spec: SdistSource, log: Log, log_file: Path) -> tuple[str, boo
                               "or update source.sha256 if the new archive is trusted")
     log(f"sdist {archive.name}: sha256 {digest}")
     return f"{spec.requirement} sha256:{digest}", downloaded
+
+
+def fetch_sdist(spec: SdistSource, dest: Path, log: Log) -> str:
+    """Download (unless cached) and unpack at `dest`, outside any build; the archive's sha256."""
+    with tempfile.TemporaryDirectory(prefix="rocbuild-sdist-") as tmp:
+        identity, _ = resolve_sdist(spec, log, Path(tmp) / "fetch.log")
+    unpack_sdist(spec, dest)
+    return identity.rsplit("sha256:", 1)[-1]
 
 
 def sdist_file(requirement: str, settings: IndexSettings, log: Log) -> IndexFile:

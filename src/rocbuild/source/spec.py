@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from rocbuild.errors import UsageError
 
@@ -120,6 +121,12 @@ class SdistSource:
     download_dir: str  # this release's folder in the cache
     python: str  # whose pip downloads it (the target python)
     sha256: str | None = None
+
+    @classmethod
+    def in_cache(cls, requirement: str, cache: Path, python: str, sha256: str | None = None) -> SdistSource:
+        """The release's sdist in its own folder of the cache, where every build and check finds it."""
+        folder = cache / "sdists" / requirement.replace("==", "-").lower()
+        return cls(requirement, str(folder), python, sha256)
 
     def commands(self, dest: str) -> list[list[str]]:
         """The one command the fetch runs: the target python's pip names its index (the download itself
