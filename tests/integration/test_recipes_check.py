@@ -100,7 +100,11 @@ def test_an_sdist_recipe_behind_the_index_is_bumped_with_its_digest(cli, tmp_pat
     folder.mkdir()
     (folder / "demo.yaml").write_text(f'schema: 1\nname: demo\nversion: "1.0"\noutput: tree\nsource:\n'
                                       f"  sdist: demo==1.0\n  sha256: {old}\npatches:\n"
-                                      '  - replace: {file: pyproject.toml, find: "#", with: "# patched", count: 1}\n')
+                                      '  - replace: {file: pyproject.toml, find: "#", with: "# patched", count: 1}\n'
+                                      "unsupported:\n  - when: \"${{ rocm.version < '7.0' }}\"\n    why: ROCm 7 only\n")
+    # This host's ROCm (6.1) is one the recipe refuses: a build says so, a check looks at the source anyway.
+    code, _, err = cli("plan", "demo", "--recipes", folder, "--arch", "gfx90a")
+    assert code == 2 and "ROCm 7 only" in err
     code, out, err = cli("recipes", "check", "demo", "--recipes", folder, "--bump")
     assert code == 1, err
     assert "demo 1.0 -> 2.0 (sdist): every patch applies" in out and "applies: replace in pyproject.toml" in out
@@ -113,3 +117,4 @@ def test_an_unreachable_remote_is_a_warning_naming_it(cli, tmp_path, rocm61, mon
     folder = recipe_folder(tmp_path, tmp_path / "gone", "0" * 40)
     code, out, err = cli("recipes", "check", "upstreamy", "--recipes", folder)
     assert code == 0 and f"warning: git ls-remote {tmp_path / 'gone'} failed" in out and "Traceback" not in err
+    assert "upstreamy 1.0: not checked (its upstream did not answer)" in out and "current" not in out

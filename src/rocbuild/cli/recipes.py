@@ -246,9 +246,10 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     from rocbuild.source.spec import GitSource, SdistSource
 
     say = Progress().say
-    # The targets change nothing a check looks at: one stands in, so no GPU is looked for.
+    # The targets and this host's ROCm change nothing a check looks at: one arch stands in, so no GPU
+    # is looked for, and a release or arch the recipe refuses (`unsupported:`) is a build's concern.
     request = BuildRequest(recipe=name, arch="gfx90a", recipe_dirs=tuple(args.recipes), build_env=False,
-                           environ=dict(inv.environ), root=inv.root)
+                           environ=dict(inv.environ), root=inv.root, refuse=False)
     try:
         plan = plan_for(request)
     except HostNotReady as exc:
@@ -278,7 +279,8 @@ def _say_check(c: Any) -> None:
     if c.warning:
         print(f"{c.recipe}: warning: {c.warning}")
     if not c.behind:
-        print(f"{c.recipe} {c.current}: " + ("a local folder, nothing to check" if c.kind == "folder" else "current"))
+        state = "current" if not c.warning else "not checked (its upstream did not answer)"
+        print(f"{c.recipe} {c.current}: " + ("a local folder, nothing to check" if c.kind == "folder" else state))
         return
     print(f"{c.recipe} {c.current} -> {c.newest} ({c.kind}{', tag ' + c.tag if c.tag else ''}): "
           + ("every patch applies" if c.patches_apply else "a patch no longer applies"))

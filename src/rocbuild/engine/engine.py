@@ -342,7 +342,7 @@ def check_until(plan: Plan, until: str | None) -> None:
     # A combination the recipe refuses from one step on: allowed only when the build stops before it.
     last = len(names) if until is None else names.index(until)
     for step, refusal in plan.refusals:
-        if step in names and names.index(step) <= last:
+        if step == "" or (step in names and names.index(step) <= last):
             raise refusal
 
 

@@ -268,7 +268,7 @@ class Plan:
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
     rendered: Rendered = field(default_factory=lambda: Rendered({}, (), (), (), ""))
     build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
-    refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it
+    refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it; "": the whole build
 
     @property
     def ccache_bin(self) -> Path | None:

@@ -57,15 +57,17 @@ def make_plan(
     cache: Path | None = None,
     local_version: str | None = None,
     build_env: bool = True,
+    refuse: bool = True,
 ) -> Plan:
     """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it.
-    `build_env`: wheel steps run in a build environment layered on the target python."""
+    `build_env`: wheel steps run in a build environment layered on the target python.
+    `refuse`: False keeps every applying `unsupported:` entry in `Plan.refusals` instead of raising."""
     plan = _render(recipe, host, options, work, out, ref=ref, source_dir=source_dir, cache=cache,
-                   local_version=local_version, build_env=build_env)
+                   local_version=local_version, build_env=build_env, refuse=refuse)
     canonical = _render(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
                         WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
                         source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
-                        build_env=build_env)
+                        build_env=build_env, refuse=refuse)
     rendered = Rendered(
         env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
         patches=tuple(p.identity() for p in canonical.patches),
@@ -78,10 +80,10 @@ def make_plan(
 
 def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
             ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None,
-            build_env: bool = True) -> Plan:
+            build_env: bool = True, refuse: bool = True) -> Plan:
     ctx = _context(recipe, host, options, work)
     r = Renderer(ctx)
-    refusals = _refusals(r, recipe, host, options)
+    refusals = _refusals(r, recipe, host, options, refuse)
     # The recipe's ref may be a template (an option picks it); `ref` in templates is the one built.
     recipe_ref = r.text(recipe.source.ref, recipe.position("source.ref"), "source.ref") if recipe.source.ref else None
     effective_ref = ref or recipe_ref
@@ -120,15 +122,17 @@ def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs
     }
 
 
-def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any]) -> tuple[tuple[str, RecipeError], ...]:
-    """`unsupported:` entries that apply: raised now, or (with `step:`) kept for the steps they refuse."""
+def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any],
+              refuse: bool) -> tuple[tuple[str, RecipeError], ...]:
+    """`unsupported:` entries that apply: raised now, or (with `step:`, or not `refuse`) kept for the steps
+    they refuse ("" for the whole build)."""
     refusals = []
     for entry in recipe.unsupported:
         if _applies(r, entry):
             refusal = _refusal(recipe, host, options, entry)
-            if entry.value.step is None:
+            if entry.value.step is None and refuse:
                 raise refusal
-            refusals.append((entry.value.step, refusal))
+            refusals.append((entry.value.step or "", refusal))
     return tuple(refusals)
 
 

@@ -25,5 +25,6 @@ class BuildRequest:
     local_version: str | None = None
     need_archs: bool = True  # `lock` pins no targets
     build_env: bool = True  # wheel steps in a build environment over the target python (--no-build-env: False)
+    refuse: bool = True  # `unsupported:` entries refuse now; `recipes check` reads sources and patches only
     environ: dict[str, str] = field(default_factory=dict)  # the environment rocbuild was started with
     root: RootInfo | None = None  # the build root rocbuild runs in
