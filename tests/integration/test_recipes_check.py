@@ -114,7 +114,25 @@ def test_an_sdist_recipe_behind_the_index_is_bumped_with_its_digest(cli, tmp_pat
 
 def test_an_unreachable_remote_is_a_warning_naming_it(cli, tmp_path, rocm61, monkeypatch):
     monkeypatch.setenv("ROCM_PATH", str(rocm61))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nor does the index answer
     folder = recipe_folder(tmp_path, tmp_path / "gone", "0" * 40)
     code, out, err = cli("recipes", "check", "upstreamy", "--recipes", folder)
     assert code == 0 and f"warning: git ls-remote {tmp_path / 'gone'} failed" in out and "Traceback" not in err
     assert "upstreamy 1.0: not checked (its upstream did not answer)" in out and "current" not in out
+
+
+def test_a_silent_remote_still_says_what_the_index_lists(cli, tmp_path, index, rocm61, monkeypatch):  # noqa: F811
+    """bitsandbytes and CTranslate2 publish wheels only, and CI reaches the index but no git host."""
+    monkeypatch.setenv("ROCM_PATH", str(rocm61))
+    server, _ = index
+    publish(index, "0.9")
+    server.files.append(("demo-1.5-py3-none-any.whl", "0" * 64, False))
+    server.files.append(("demo-2.0rc1-py3-none-any.whl", "0" * 64, False))
+    folder = recipe_folder(tmp_path, tmp_path / "gone", "0" * 40)
+    (folder / "demo.yaml").write_text((folder / "upstreamy.yaml").read_text().replace("name: upstreamy", "name: demo"))
+    code, out, err = cli("recipes", "check", "demo", "--recipes", folder)
+    assert code == 1, err
+    assert ("demo 1.0: not checked (its upstream did not answer); the package index lists 1.5 for the project demo"
+            in out)
+    code, out, _ = cli("recipes", "check", "demo", "--recipes", folder, "--json", "--pre")
+    assert json.loads(out)[0]["index_newest"] == "2.0rc1" and json.loads(out)[0]["newest"] is None

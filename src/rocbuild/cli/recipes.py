@@ -231,13 +231,22 @@ def cmd_check(args: argparse.Namespace, inv: Invocation) -> int:
     else:
         for c in checks:
             _say_check(c)
-    return 1 if any(c.behind or not c.patches_apply for c in checks) else 0
+    return 1 if any(c.behind or c.index_newest or not c.patches_apply for c in checks) else 0
 
 
 def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     """One recipe: its newest release, its patches tried on that release's tree, and --bump."""
     from rocbuild.cli.build import plan_for
-    from rocbuild.engine.upstream import Check, bump, fetch_tree, newest_sdist, newest_tag, scratch_tree, try_patches
+    from rocbuild.engine.upstream import (
+        Check,
+        bump,
+        fetch_tree,
+        newest_on_index,
+        newest_sdist,
+        newest_tag,
+        scratch_tree,
+        try_patches,
+    )
     from rocbuild.errors import HostNotReady
     from rocbuild.paths import cache_root
     from rocbuild.plan.request import BuildRequest
@@ -265,6 +274,9 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
         found, check.warning = newest_tag(source.url, recipe.version, args.pre, lambda line: say(f"    {line}"),
                                           inv.environ)
         check.newest, check.tag = found if found else (None, None)
+        if check.warning:
+            check.index_newest = newest_on_index(recipe.name, recipe.version, plan.host.python.executable,
+                                                 args.pre, lambda line: say(f"    {line}"))
     if not check.behind or not isinstance(source, SdistSource | GitSource):
         return check
     tree = scratch_tree(cache_root() / "check" / recipe.name)
@@ -280,6 +292,9 @@ def _say_check(c: Any) -> None:
         print(f"{c.recipe}: warning: {c.warning}")
     if not c.behind:
         state = "current" if not c.warning else "not checked (its upstream did not answer)"
+        if c.index_newest:
+            state += (f"; the package index lists {c.index_newest} for the project {c.recipe} (its tree, and so "
+                      "the patches, cannot be tried from here)")
         print(f"{c.recipe} {c.current}: " + ("a local folder, nothing to check" if c.kind == "folder" else state))
         return
     print(f"{c.recipe} {c.current} -> {c.newest} ({c.kind}{', tag ' + c.tag if c.tag else ''}): "

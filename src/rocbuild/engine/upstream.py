@@ -50,6 +50,7 @@ class Check:
     sha256: str | None = None  # sdist: the newest archive's digest
     commit: str | None = None  # git: the commit the newest tag names
     warning: str | None = None  # the index or remote could not be asked
+    index_newest: str | None = None  # git, remote silent: a newer release the index lists for the recipe's name
     patches: list[PatchTrial] = field(default_factory=list)
 
     @property
@@ -63,6 +64,7 @@ class Check:
     def to_json(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "path": self.path, "current": self.current, "kind": self.kind,
                 "newest": self.newest, "behind": self.behind, "tag": self.tag, "warning": self.warning,
+                "index_newest": self.index_newest,
                 "patches": [t.__dict__ for t in self.patches], "patches_apply": self.patches_apply}
 
 
@@ -75,6 +77,17 @@ def newest_sdist(requirement: str, current: str, python: str, pre: bool, log: Lo
         return None, f"the package index did not answer for {name}: {exc.message}"
     versions = {v for f in files if (v := f.sdist_version) is not None and not f.yanked and (pre or not v.is_prerelease)}
     return _newer(current, versions), None
+
+
+def newest_on_index(project: str, current: str, python: str, pre: bool, log: Log) -> str | None:
+    """The newest release above `current` of the index's project `project` (sdists and wheels alike),
+    or None: what a git recipe is told when its repository does not answer."""
+    try:
+        _, files = project_files(project, index_settings(python, log), log)
+    except StepFailed:
+        return None
+    versions = {v for f in files if (v := f.release) is not None and not f.yanked and (pre or not v.is_prerelease)}
+    return _newer(current, versions)
 
 
 def newest_tag(url: str, current: str, pre: bool, log: Log,

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
 from rocbuild.errors import StepFailed
@@ -44,6 +50,16 @@ class IndexFile:
             return parse_sdist_filename(self.filename)[1]
         except (InvalidSdistFilename, InvalidVersion):
             return None
+
+    @property
+    def release(self) -> Version | None:
+        """The version of a release file, an sdist or a wheel."""
+        if self.filename.endswith(".whl"):
+            try:
+                return parse_wheel_filename(self.filename)[1]
+            except (InvalidWheelFilename, InvalidVersion):
+                return None
+        return self.sdist_version
 
 
 @dataclass(frozen=True)
