@@ -40,7 +40,6 @@ from rocbuild.plan.model import Plan, Step
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
-from rocbuild.source.sdist import resolve_sdist, unpack_sdist
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 from rocbuild.verify.plan_checks import Checker, tail
 
@@ -165,6 +164,8 @@ class Engine:
                     raise UsageError(f"source folder {source.directory} does not exist or is not a folder")
                 resolved = Resolved(tree_fingerprint(Path(source.directory)))
             case SdistSource():
+                from rocbuild.source.sdist import resolve_sdist  # the index client: for sdists only
+
                 identity, downloaded = resolve_sdist(source, self._git_log(log), log)
                 resolved = Resolved(identity, downloaded)
             case _:
@@ -211,6 +212,8 @@ class Engine:
                     self.progress.say(f"    skipped {len(skipped)} FIFO(s), socket(s) or device(s): "
                                       + ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
             case SdistSource():
+                from rocbuild.source.sdist import unpack_sdist
+
                 unpack_sdist(plan.source, plan.work.src)
                 how = "downloaded" if resolved.downloaded else "from the cache"
                 self.progress.say(f"    source: {resolved.identity} ({how})")

@@ -12,16 +12,17 @@ import os
 import posixpath
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 from rocbuild.errors import StepFailed
 
 
 def relative_runpath(data: bytes, member: str, work: str, members: list[str]) -> bytes:
     """`data`: the ELF file at `member` in the wheel; `work`: the build's work folder; `members`: every
     file in the wheel. Returns the file with its work-folder RUNPATH/RPATH entries made relative."""
+    # pyelftools only when a wheel has an ELF file: a tree build never loads it.
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     try:
         elf = ELFFile(io.BytesIO(data))
         dynamic = next((s for s in elf.iter_sections() if isinstance(s, DynamicSection)), None)
