@@ -152,10 +152,15 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
     record["wheels"] = [w.name for w in wheels]
     if result.returncode != 0:
-        lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        err = result.stderr.splitlines()
+        at = max((i for i, line in enumerate(err) if line.startswith("error:")), default=None)
+        why = err[at] if at is not None else f"exit {result.returncode}"
+        if at is not None and why.endswith(":"):  # "cannot build yet:" and the list of what is missing
+            why += " " + "; ".join(line.strip().removeprefix("- ") for line in err[at + 1:]
+                                   if line.startswith("  - "))
         record["verdict"] = "fail"
         # The reason without this run's scratch folder (a path of no use to a later reader).
-        record["why"] = (lines[-1] if lines else f"exit {result.returncode}").replace(str(scratch), "<scratch>")
+        record["why"] = why.replace(str(scratch), "<scratch>")
         return record
     llvm: dict[str, list[str]] = {}
     if built is not None:  # stopped early: what the last step made, found in the work folder
