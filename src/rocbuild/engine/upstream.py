@@ -72,21 +72,26 @@ def newest_sdist(requirement: str, current: str, python: str, pre: bool, log: Lo
     """(the newest release above `current` the index lists an sdist of, None), or (None, why not)."""
     name = requirement.partition("==")[0]
     try:
-        _, files = project_files(name, index_settings(python, log), log)
+        return _newest_listed(name, current, python, pre, log, sdists_only=True), None
     except StepFailed as exc:
         return None, f"the package index did not answer for {name}: {exc.message}"
-    versions = {v for f in files if (v := f.sdist_version) is not None and not f.yanked and (pre or not v.is_prerelease)}
-    return _newer(current, versions), None
 
 
 def newest_on_index(project: str, current: str, python: str, pre: bool, log: Log) -> str | None:
     """The newest release above `current` of the index's project `project` (sdists and wheels alike),
     or None: what a git recipe is told when its repository does not answer."""
     try:
-        _, files = project_files(project, index_settings(python, log), log)
+        return _newest_listed(project, current, python, pre, log, sdists_only=False)
     except StepFailed:
         return None
-    versions = {v for f in files if (v := f.release) is not None and not f.yanked and (pre or not v.is_prerelease)}
+
+
+def _newest_listed(project: str, current: str, python: str, pre: bool, log: Log, *, sdists_only: bool) -> str | None:
+    """The newest release above `current` among the index's files of `project` that are not yanked
+    (pre-releases only with `pre`). Raises StepFailed when no index answers."""
+    _, files = project_files(project, index_settings(python, log), log)
+    versions = {v for f in files if (v := f.sdist_version if sdists_only else f.release) is not None
+                and not f.yanked and (pre or not v.is_prerelease)}
     return _newer(current, versions)
 
 
