@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import statistics
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from pairs import interleaved, pair_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +49,7 @@ def hand_script(plan: dict[str, Any], work: Path, hand: Path, tree: Path) -> str
 
 
 def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, bnb_src: Path,
-                pairs: int = 3) -> dict[str, Any]:
+                pairs: int = 5) -> dict[str, Any]:
     tmp.mkdir(parents=True)
     tree = tmp / "bitsandbytes"  # under /tmp, which the root shares
     shutil.copytree(bnb_src, tree, symlinks=True)
@@ -56,22 +57,27 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
     # Untimed: installs what the root lacks, fills pip's cache and the page cache for both sides.
     _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
                        "--out", str(tmp / "o0")], env)
-    # Identical compiles differ by about 5% from run to run: the median of three interleaved pairs.
-    rocbuild_runs, hand_runs, wheels = [], [], []
-    for i in range(pairs):
-        work = tmp / f"w{i + 1}"
-        plan = json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(work), "--json"], env=env,
-                                         check=True, capture_output=True, text=True).stdout)
-        rocbuild_runs.append(_timed(rocbuild + ["build", *args, "--no-cache", "--work", str(work),
-                                                "--out", str(tmp / f"o{i + 1}")], env))
+    # Identical compiles differ by about 5% from run to run: interleaved pairs (bench/pairs.py).
+    plans = [json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(tmp / f"w{i + 1}"), "--json"],
+                                       env=env, check=True, capture_output=True, text=True).stdout)
+             for i in range(pairs)]
+
+    def by_rocbuild(i: int) -> float:
+        return _timed(rocbuild + ["build", *args, "--no-cache", "--work", str(tmp / f"w{i + 1}"),
+                                  "--out", str(tmp / f"o{i + 1}")], env)
+
+    def by_hand(i: int) -> float:
         script = tmp / f"hand{i + 1}.sh"
-        script.write_text(hand_script(plan, work, tmp / f"hand{i + 1}", tree))
-        hand_runs.append(_timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env))
-        wheels = list((tmp / f"hand{i + 1}").rglob("*.whl"))
-    rocbuild_s, hand_s = statistics.median(rocbuild_runs), statistics.median(hand_runs)
-    return {"rocbuild_s": round(rocbuild_s, 2), "hand_s": round(hand_s, 2), "ratio": round(rocbuild_s / hand_s, 3),
-            "rocbuild_runs_s": [round(x, 2) for x in rocbuild_runs], "hand_runs_s": [round(x, 2) for x in hand_runs],
-            "hand_commands": [s["kind"] for s in plan["steps"]], "hand_wheel": [w.name for w in wheels],
+        script.write_text(hand_script(plans[i], tmp / f"w{i + 1}", tmp / f"hand{i + 1}", tree))
+        return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
+
+    rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
+    figures = pair_figures(rocbuild_runs, hand_runs, digits=2)
+    wheels = list((tmp / f"hand{pairs}").rglob("*.whl"))
+    return {"rocbuild_s": figures["median_s"], "hand_s": figures["other_median_s"], "ratio": figures["ratio"],
+            "pair_ratios": figures["pair_ratios"], "ratio_of_medians": figures["ratio_of_medians"],
+            "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"],
+            "hand_commands": [s["kind"] for s in plans[0]["steps"]], "hand_wheel": [w.name for w in wheels],
             "root": root, "arch": "gfx1100",
             "note": "rocbuild's time includes entering the root, detection, prepare, the requirement checks, "
                     "labelling and verify; both sides use the same (shared) build environment"}

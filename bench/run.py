@@ -12,8 +12,9 @@
       `rocbuild root create`): bitsandbytes by rocbuild vs by the three hand commands (BNB_SRC=DIR),
       and a ccache-warm rebuild after a version bump vs cold
 
-(a) takes the median of three interleaved pairs of runs, start-up the median
-of five runs; the others are measured once. ccache is off for (a) and (b) so
+(a) and (f) interleave pairs of runs (three and five) and take the median of the
+pairs' ratios (bench/pairs.py), start-up the median of five runs; the others are
+measured once. ccache is off for (a) and (b) so
 the compiler really compiles.
 """
 
@@ -30,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pairs import interleaved, pair_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
@@ -88,17 +91,17 @@ def overhead(tmp: Path, env: dict[str, str], files: int = 64, functions: int = 1
     script = tmp / "build.sh"
     script.write_text("\n".join(lines) + "\n")
     timed(["bash", str(script)], env)  # untimed: both measured runs then find the compiler in the page cache
-    # Interleaved pairs, medians: single runs of the same compile differ by ~5% on a small VM.
-    shell_runs, rocbuild_runs = [], []
-    for _ in range(pairs):
-        shell_runs.append(timed(["bash", str(script)], env))
-        rocbuild_runs.append(timed(ROCBUILD_EXE + ["build", str(recipe), "--work", str(work), "--arch", "gfx90a",
-                                                   "--clean"], env))
-    shell_s, rocbuild_s = statistics.median(shell_runs), statistics.median(rocbuild_runs)
-    return {"rocbuild_s": round(rocbuild_s, 3), "shell_s": round(shell_s, 3),
-            "overhead_ratio": round(rocbuild_s / shell_s, 4), "overhead_s": round(rocbuild_s - shell_s, 3),
-            "rocbuild_runs_s": [round(x, 3) for x in rocbuild_runs], "shell_runs_s": [round(x, 3) for x in shell_runs],
-            "steps": len(plan["steps"])}
+    # Interleaved pairs: single runs of the same compile differ by ~5% on a small VM (bench/pairs.py).
+    rocbuild_runs, shell_runs = interleaved(
+        pairs, lambda _: timed(ROCBUILD_EXE + ["build", str(recipe), "--work", str(work), "--arch", "gfx90a",
+                                               "--clean"], env),
+        lambda _: timed(["bash", str(script)], env))
+    figures = pair_figures(rocbuild_runs, shell_runs)
+    return {"rocbuild_s": figures["median_s"], "shell_s": figures["other_median_s"],
+            "overhead_ratio": figures["ratio"], "pair_ratios": figures["pair_ratios"],
+            "ratio_of_medians": figures["ratio_of_medians"],
+            "overhead_s": round(figures["median_s"] - figures["other_median_s"], 3),
+            "rocbuild_runs_s": figures["runs_s"], "shell_runs_s": figures["other_runs_s"], "steps": len(plan["steps"])}
 
 
 def cached_rebuild(tmp: Path, env: dict[str, str], arch: str) -> dict:

@@ -163,3 +163,24 @@ def test_compressed_bundle_in_a_library(cli, libs, tmp_path, version, method):
     code, report, _ = verify(cli, broken, "--arch", "gfx90a")
     assert code == 1
     assert any("unreadable offload bundle" in p for p in report["problems"])
+
+
+def test_two_judgements_of_one_wheel_read_it_once(libs, tmp_path):
+    # A build's own check and its recipe's check judge the same wheel: the second reads nothing, and
+    # the first one's failure is not carried into it.
+    from rocbuild.verify.verdict import verify_paths
+
+    wheel = tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(libs["one"], "demo/_kernels.so")
+        zf.write(libs["plain"], "demo/_helpers.so")
+    inspected: dict = {}
+    first = verify_paths([wheel], ["gfx90a", "gfx1030"], inspected=inspected)
+    assert not first.ok and "no code object for gfx1030" in first.problems[0]
+    wheel.unlink()  # anything that still read the wheel would fail now
+    second = verify_paths([wheel], ["gfx90a"], device_code_in=("demo/_kernels.so",), inspected=inspected)
+    assert second.ok, second.problems
+    (found,) = second.inputs
+    assert [f.coverage for f in found.files if f.path == "demo/_kernels.so"] == [{"gfx90a": "gfx90a"}]
+    with pytest.raises(Exception, match="no such file"):
+        verify_paths([wheel], ["gfx90a"])

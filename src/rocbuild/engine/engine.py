@@ -41,7 +41,7 @@ from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
-from rocbuild.verify.plan_checks import Checker, tail
+from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile, tail
 
 PREPARE_STAMP = "prepare"
 
@@ -252,6 +252,8 @@ class Engine:
         self.workspace.drop_stamp(stamp)
         if step.kind == "wheel" and self.plan.build_env is not None:
             self.build_env.ready(self.plan.build_env)
+        if index == total and self.plan.has_wheel_steps:
+            import_readers_meanwhile()
         line = step.command_line()
         started = self.progress.start(label, line if len(line) < 160 else "")
         log = self.workspace.log_path(index, step.name)

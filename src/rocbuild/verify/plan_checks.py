@@ -6,6 +6,7 @@ import fnmatch
 import os
 import re
 import shutil
+import threading
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
@@ -17,10 +18,25 @@ from rocbuild.progress import Progress
 from rocbuild.verify.install import install_wheels
 
 if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
+    from rocbuild.verify.findings import InputFindings
     from rocbuild.verify.verdict import Verdict
 
 TAIL_LINES = 40
 KEPT_OUT = "the wheel was not put in the wheelhouse"
+
+
+def import_readers_meanwhile() -> None:
+    """verify's readers (pyelftools and rocbuild's own, ~30 ms) imported in a thread while the last
+    step runs (a compiler or pip, waited for), so that verify starts at once when it ends."""
+    threading.Thread(target=_import_readers, name="rocbuild-import-verify").start()
+
+
+def _import_readers() -> None:
+    try:
+        import rocbuild.verify.text  # noqa: F401  (it imports the readers)
+        import rocbuild.verify.verdict  # noqa: F401
+    except Exception:  # verify itself imports them again and says what is wrong
+        pass
 
 
 class Checker:
@@ -29,6 +45,7 @@ class Checker:
         self.runner = runner
         self.progress = progress
         self.log = log
+        self.inspected: dict[Path, InputFindings] = {}  # each wheel is read once, however many checks judge it
 
     def run(self, wheels: list[Path]) -> Verdict | None:
         """Every check in order; the first failure raises. Returns the built-in check's findings."""
@@ -69,7 +86,8 @@ class Checker:
                                              "one ROCm major")
         version = self.plan.host.rocm.version
         result = verify_paths(wheels, list(check.archs), f"the build ({check.where})", check.files, check.links,
-                              rocm_major=version.major if version is not None and check.built_in else None)
+                              rocm_major=version.major if version is not None and check.built_in else None,
+                              inspected=self.inspected)
         with open(self.log, "a") as fh:
             fh.write(format_verdict(result, quiet_files=False) + "\n")
         if not result.ok:
