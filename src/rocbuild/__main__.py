@@ -1,3 +1,3 @@
-from rocbuild.cli.app import main
+from rocbuild.cli.app import run
 
-raise SystemExit(main())
+run()

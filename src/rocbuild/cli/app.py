@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rocbuild import __version__
 from rocbuild.cli import build, cache, ci, host, recipes, root, verify, wheelhouse
@@ -109,6 +110,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)
+
+
+def run() -> NoReturn:
+    """The `rocbuild` command: main(), then out without the interpreter's teardown of every module
+    it loaded (~40 ms of each command; rocbuild registers no exit handlers and leaves no thread
+    that matters running)."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away: nothing more can be said
+            pass
+    os._exit(code)
 
 
 def _dispatch(args: argparse.Namespace, inv: Invocation) -> int:

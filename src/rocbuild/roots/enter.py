@@ -40,10 +40,8 @@ PASSED_ENV = ("TERM", "NO_COLOR", "COLUMNS", "SOURCE_DATE_EPOCH", "HIP_VISIBLE_D
               "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
               "PIP_TRUSTED_HOST", "PIP_FIND_LINKS")
 LOADERS = {"x86_64": "/lib64/ld-linux-x86-64.so.2", "aarch64": "/lib/ld-linux-aarch64.so.1"}
-# Once the command has said everything, the interpreter's teardown (~40 ms of every command in a root)
-# is skipped: rocbuild registers no exit handlers and leaves no thread running.
-BOOT = ("import json, os, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
-        "from rocbuild.cli.app import main; code = main(); sys.stdout.flush(); sys.stderr.flush(); os._exit(code)")
+BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
+        "from rocbuild.cli.app import run; run()")
 
 
 @dataclass(frozen=True)
