@@ -68,6 +68,15 @@ def test_detect_in_the_root_sees_its_rocm_and_python(root, private_cache):
     assert found["python"]["executable"] == "/usr/bin/python3"
 
 
+def test_rocbuild_bytecode_from_the_root_is_kept_in_the_cache(root, private_cache):
+    # This machine is read-only inside the root: the bytecode of what rocbuild imports there is
+    # saved in the cache, so the next command does not compile those modules again.
+    assert rocbuild("detect", "--root", root, "--arch", "gfx1100", env=private_cache).returncode == 0
+    kept = Path(private_cache["XDG_CACHE_HOME"]) / "rocbuild" / "pycache"
+    names = {p.name.split(".")[0] for p in kept.rglob("rocbuild/detect/*.pyc")} if kept.is_dir() else set()
+    assert {"host", "rocm", "arch"} <= names, sorted(kept.rglob("*.pyc"))[:10] if kept.is_dir() else "no pycache"
+
+
 def test_hello_hip_in_the_root_checked_by_llvm(root, tmp_path, private_cache):
     plan = json.loads(rocbuild("plan", "hello-hip", "--root", root, "--arch", ARCHS, "--json", "--out", tmp_path / "wh",
                                env=private_cache).stdout)

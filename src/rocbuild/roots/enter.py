@@ -110,8 +110,12 @@ def host_python_argv() -> list[str]:
                         if line.strip().startswith("/")]
     search = ":".join(HOST_MOUNT + str(d) for d in dict.fromkeys(libdirs) if d.is_dir())
     paths = [HOST_MOUNT + p for p in sys.path if p and os.path.exists(p)]
+    # This machine is read-only in the root, so Python could not save the bytecode of a module no
+    # command on this machine imported yet, and would compile it again in every command: it is kept
+    # in the (shared, writable) cache instead.
+    pycache = cache_root().resolve() / "pycache"
     return [HOST_MOUNT + os.path.realpath(loader), "--library-path", search, HOST_MOUNT + str(exe), "-E", "-s",
-            "-c", BOOT, json.dumps(paths)]
+            "-X", f"pycache_prefix={pycache}", "-c", BOOT, json.dumps(paths)]
 
 
 def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) -> dict[str, str]:
