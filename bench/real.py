@@ -34,11 +34,12 @@ def have_root(rocbuild: list[str], root: str, env: dict[str, str]) -> bool:
     return subprocess.run(rocbuild + ["root", "path", root], env=env, capture_output=True).returncode == 0
 
 
-def hand_script(plan: dict[str, Any], work: Path, hand: Path, tree: Path) -> str:
-    """The plan's steps as a shell script in `hand`, with the build environment of `work`."""
+def hand_script(plan: dict[str, Any], work: Path, hand: Path, tree: Path, buildenv: Path) -> str:
+    """The plan's steps (planned for `work`) as a shell script in `hand`, with the build environment
+    `buildenv` (made by an earlier build)."""
     lines = ["set -e", f"rm -rf {shlex.quote(str(hand))}", f"mkdir -p {shlex.quote(str(hand))}",
              f"cp -a {shlex.quote(str(tree))} {shlex.quote(str(hand / 'src'))}",
-             f"ln -s {shlex.quote(str(work / 'buildenv'))} {shlex.quote(str(hand / 'buildenv'))}"]
+             f"ln -s {shlex.quote(str(buildenv))} {shlex.quote(str(hand / 'buildenv'))}"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in plan["env"].items()]
     for step in plan["steps"]:
         argv = [a.replace(str(work), str(hand)) for a in step["argv"]]
@@ -68,7 +69,8 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
 
     def by_hand(i: int) -> float:
         script = tmp / f"hand{i + 1}.sh"
-        script.write_text(hand_script(plans[i], tmp / f"w{i + 1}", tmp / f"hand{i + 1}", tree))
+        # The build environment of the untimed build: the first pair runs by hand before rocbuild.
+        script.write_text(hand_script(plans[i], tmp / f"w{i + 1}", tmp / f"hand{i + 1}", tree, tmp / "w0" / "buildenv"))
         return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
 
     rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
