@@ -168,6 +168,7 @@ def test_compressed_bundle_in_a_library(cli, libs, tmp_path, version, method):
 def test_two_judgements_of_one_wheel_read_it_once(libs, tmp_path):
     # A build's own check and its recipe's check judge the same wheel: the second reads nothing, and
     # the first one's failure is not carried into it.
+    from rocbuild.errors import UsageError
     from rocbuild.verify.verdict import verify_paths
 
     wheel = tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl"
@@ -182,5 +183,5 @@ def test_two_judgements_of_one_wheel_read_it_once(libs, tmp_path):
     assert second.ok, second.problems
     (found,) = second.inputs
     assert [f.coverage for f in found.files if f.path == "demo/_kernels.so"] == [{"gfx90a": "gfx90a"}]
-    with pytest.raises(Exception, match="no such file"):
+    with pytest.raises(UsageError, match="no such file"):
         verify_paths([wheel], ["gfx90a"])
