@@ -59,9 +59,9 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
     _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
                        "--out", str(tmp / "o0")], env)
     # Identical compiles differ by about 5% from run to run: interleaved pairs (bench/pairs.py).
-    plans = [json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(tmp / f"w{i + 1}"), "--json"],
-                                       env=env, check=True, capture_output=True, text=True).stdout)
-             for i in range(pairs)]
+    # One plan serves every hand run: hand_script moves its work folder to the run's own.
+    plan = json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(tmp / "w1"), "--json"],
+                                     env=env, check=True, capture_output=True, text=True).stdout)
 
     def by_rocbuild(i: int) -> float:
         return _timed(rocbuild + ["build", *args, "--no-cache", "--work", str(tmp / f"w{i + 1}"),
@@ -70,7 +70,7 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
     def by_hand(i: int) -> float:
         script = tmp / f"hand{i + 1}.sh"
         # The build environment of the untimed build: the first pair runs by hand before rocbuild.
-        script.write_text(hand_script(plans[i], tmp / f"w{i + 1}", tmp / f"hand{i + 1}", tree, tmp / "w0" / "buildenv"))
+        script.write_text(hand_script(plan, tmp / "w1", tmp / f"hand{i + 1}", tree, tmp / "w0" / "buildenv"))
         return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
 
     rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
@@ -79,7 +79,7 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
     return {"rocbuild_s": figures["median_s"], "hand_s": figures["other_median_s"], "ratio": figures["ratio"],
             "pair_ratios": figures["pair_ratios"], "ratio_of_medians": figures["ratio_of_medians"],
             "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"],
-            "hand_commands": [s["kind"] for s in plans[0]["steps"]], "hand_wheel": [w.name for w in wheels],
+            "hand_commands": [s["kind"] for s in plan["steps"]], "hand_wheel": [w.name for w in wheels],
             "root": root, "arch": "gfx1100",
             "note": "rocbuild's time includes entering the root, detection, prepare, the requirement checks, "
                     "labelling and verify; both sides use the same (shared) build environment"}

@@ -64,12 +64,13 @@ def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch"
 def _verify_one(path: Path, targets: list[TargetId], device_code_in: tuple[str, ...], links: tuple[str, ...],
                 rocm_major: int | None, only: tuple[str, ...], allow_cuda: bool, require: bool,
                 inspected: dict[Path, InputFindings] | None) -> InputFindings:
-    if inspected is not None and path in inspected and not deep_check.get():
-        found = unjudged(inspected[path])
+    memo = inspected if inspected is not None and not deep_check.get() else None  # --deep reads everything
+    if memo is not None and path in memo:
+        found = unjudged(memo[path])
     else:
         found = inspect_input(path)
-        if inspected is not None and not deep_check.get():
-            inspected[path] = unjudged(found)
+        if memo is not None:
+            memo[path] = unjudged(found)
     for f in found.files:
         f.judged = not only or any(fnmatch.fnmatch(f.path, g) for g in only)
     judge(found, targets, device_code_in, links, allow_cuda=allow_cuda, require=require)
