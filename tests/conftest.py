@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,8 +166,19 @@ def _root_tools_missing() -> str | None:
     return None
 
 
+def oldest_python() -> str:
+    """A CPython 3.10 of this machine (scripts/pythons.py: pyenv's builds, the system's), "" when none."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "pythons.py"), "--ends"], capture_output=True,
+                         text=True).stdout.split()
+    return out[1] if out[:1] == ["3.10"] else ""
+
+
+def _py310_missing() -> str | None:
+    return None if oldest_python() else "no CPython 3.10 here (pyenv install 3.10, or a python3.10 on PATH)"
+
+
 TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing, "root": _root_tools_missing,
-                "mingw": _mingw_missing}
+                "mingw": _mingw_missing, "py310": _py310_missing}
 
 
 def _require_tools() -> bool:

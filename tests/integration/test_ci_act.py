@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import git, oldest_python
 
-pytestmark = [pytest.mark.hipcc, pytest.mark.network, pytest.mark.slow]
+pytestmark = [pytest.mark.hipcc, pytest.mark.network, pytest.mark.slow, pytest.mark.py310]
 
 REPO = Path(__file__).resolve().parents[2]
 STAND_INS = REPO / "tests" / "act"
@@ -93,7 +93,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
     # act keeps its copies of the repository under HOME/.cache/act: a HOME of the test's own.
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ROCBUILD_", "XDG_"))} | {"HOME": str(home)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROCBUILD_", "XDG_"))} | {"HOME": str(home)}
+    # The job takes python$PYTHON_VERSION from PATH: the oldest supported one first (a pyenv shim for it
+    # may sit earlier on PATH and refuse to run it).
+    if oldest_python():
+        env["PATH"] = str(Path(oldest_python()).parent) + os.pathsep + env.get("PATH", "")
+    return env
 
 
 def verify(wheel: Path, archs: str) -> dict:
@@ -128,14 +133,15 @@ def test_matrix_with_a_failing_cell_still_publishes_the_others(tmp_path, rocbuil
 
 
 def test_split_arch_wheels_sit_side_by_side_in_the_index(tmp_path, rocbuild_wheel):
-    result, store = run_workflow(tmp_path, rocbuild_wheel, "hello-hip", "--split-arch")
+    """Also: the cells run rocbuild under Python 3.10, the oldest it supports (the ROCm 6.x images' python)."""
+    result, store = run_workflow(tmp_path, rocbuild_wheel, "hello-hip", "--split-arch", "--python", "3.10")
     assert result.returncode == 0, (tmp_path / "act.log").read_text()[-5000:]
     rocm = host_rocm()
     wheels = index_wheels(store, rocm, "hello-hip")
     by_arch = {w.name.split("+")[1].split("-")[0].split(".")[-1]: w for w in wheels}
     assert sorted(by_arch) == sorted(ARCHS)  # one wheel per arch: none overwrote another
     for arch, wheel in by_arch.items():
-        assert f"+rocm{rocm}.{arch}-" in wheel.name
+        assert f"+rocm{rocm}.{arch}-cp310-cp310-" in wheel.name
         assert verify(wheel, arch)["ok"]
         other = next(a for a in ARCHS if a != arch)
         assert not verify(wheel, other)["ok"]  # each carries its own arch's device code only

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import Any
 
+from rocbuild.compat import assert_never
 from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm

@@ -8,12 +8,12 @@ import json
 import os
 import shlex
 import shutil
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rocbuild.compat import tomllib
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import exclusive
@@ -23,11 +23,6 @@ from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.verify.plan_checks import tail
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 
 def layer(env: BuildEnv, site_answer: str) -> list[str]:

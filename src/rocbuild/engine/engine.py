@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
+from rocbuild.compat import assert_never
 from rocbuild.detect.rocm import Rocm, probe_tool
 from rocbuild.engine.buildenv import BuildEnvMaker
 from rocbuild.engine.cache import BuildCache, Entry

@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
 from rocbuild import __version__
+from rocbuild.compat import assert_never
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.fsutil import json_sha256

@@ -7,8 +7,8 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import assert_never
 
+from rocbuild.compat import assert_never
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import within
 from rocbuild.plan.model import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch

@@ -13,8 +13,9 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
+from rocbuild.compat import assert_never
 from rocbuild.detect.host import Host
 from rocbuild.detect.rocm import OpenMp
 from rocbuild.errors import RecipeError

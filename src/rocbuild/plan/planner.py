@@ -7,8 +7,9 @@ import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any
 
+from rocbuild.compat import assert_never
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.host import Host

@@ -8,16 +8,11 @@ decided is said in the draft, so a person finishes it knowing what was guessed."
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocbuild.compat import tomllib
 from rocbuild.recipe.schema import schema_file
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 # Switches that turn a ROCm backend on, as projects spell them, and how each is set.
 SWITCHES = ("USE_ROCM", "USE_HIP", "GGML_HIP", "WITH_HIP", "FAISS_ENABLE_ROCM", "CUPY_INSTALL_USE_HIP", "SD_HIPBLAS",

@@ -9,8 +9,9 @@ import shutil
 import threading
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
+from rocbuild.compat import assert_never
 from rocbuild.errors import StepFailed
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import StepRunner
