@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from rocbuild.cli.build import plan_for as plan_of_request
 from rocbuild.engine.cache import BuildCache
 from rocbuild.engine.engine import BuildResult, Engine
 from rocbuild.engine.identity import Toolchain
 from rocbuild.errors import StepFailed
+from rocbuild.plan.assemble import plan_for as plan_of_request
 from rocbuild.plan.model import Plan
 from rocbuild.plan.request import BuildRequest
 from rocbuild.process.runner import RunResult

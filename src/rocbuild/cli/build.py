@@ -79,19 +79,9 @@ def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool
     )
 
 
-def plan_for(request: BuildRequest) -> Plan:
-    """The recipe chosen, the host found for it (the one place a build looks at the machine), the plan."""
-    from rocbuild.detect.host import find_host
-    from rocbuild.plan.assemble import assemble, choose
-
-    chosen = choose(request)
-    host = find_host(arch=request.arch, rocm=request.rocm, python=request.python, jobs=request.jobs,
-                     environ=request.environ, root=request.root, need_archs=chosen.need_archs,
-                     need_torch=chosen.need_torch)
-    return assemble(request, chosen, host)
-
-
 def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> Plan:
+    from rocbuild.plan.assemble import plan_for
+
     return plan_for(build_request(args, inv, need_archs=need_archs))
 
 

@@ -236,7 +236,6 @@ def cmd_check(args: argparse.Namespace, inv: Invocation) -> int:
 
 def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     """One recipe: its newest release, its patches tried on that release's tree, and --bump."""
-    from rocbuild.cli.build import plan_for
     from rocbuild.engine.upstream import (
         Check,
         bump,
@@ -249,6 +248,7 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     )
     from rocbuild.errors import HostNotReady
     from rocbuild.paths import cache_root
+    from rocbuild.plan.assemble import plan_for
     from rocbuild.plan.request import BuildRequest
     from rocbuild.process.runner import Runner
     from rocbuild.progress import Progress

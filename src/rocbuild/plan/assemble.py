@@ -1,5 +1,5 @@
-"""A build request -> the recipe it names (`choose`), then, on the host the command line found, the
-complete Plan (`assemble`)."""
+"""The planner's API: a build request -> the recipe it names (`choose`), then, on the host found for it,
+the complete Plan (`assemble`); `plan_for` does both, finding the host in between."""
 
 from __future__ import annotations
 
@@ -53,6 +53,17 @@ def choose(request: BuildRequest) -> Chosen:
     if request.jobs is not None and request.jobs < 1:
         raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
     return Chosen(found, recipe, options, request.need_archs and recipe.output != "tree")
+
+
+def plan_for(request: BuildRequest) -> Plan:
+    """The recipe chosen, the host found for it (the one place a build looks at the machine), the plan."""
+    from rocbuild.detect.host import find_host
+
+    chosen = choose(request)
+    host = find_host(arch=request.arch, rocm=request.rocm, python=request.python, jobs=request.jobs,
+                     environ=request.environ, root=request.root, need_archs=chosen.need_archs,
+                     need_torch=chosen.need_torch)
+    return assemble(request, chosen, host)
 
 
 def assemble(request: BuildRequest, chosen: Chosen, host: Host) -> Plan:
