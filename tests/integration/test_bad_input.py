@@ -1,7 +1,8 @@
 """Bad values and odd files end in an exit code with the place named, never a traceback or a hang.
 
-D20 a damaged built wheel, D22 a --python that is no Python, D32 an unknown gfx target, D34 --until of
-no step, D35 verify given a device or a FIFO.
+A built wheel damaged by a later step, a --python that is no Python, an unknown gfx target, an --until
+that names no step, verify given a device or a FIFO, arguments that are not UTF-8 or too long, and
+recipe text with control characters or bytes that are not UTF-8.
 """
 
 from __future__ import annotations

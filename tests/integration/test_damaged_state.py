@@ -1,4 +1,7 @@
-"""rocbuild's own files damaged by hand, by a crash or by a stranger: never a traceback (D26, D27, D28).
+"""rocbuild's own files damaged by hand, by a crash or by a stranger: never a traceback.
+
+A damaged build-cache entry is ignored and replaced (and never points rocbuild at a file outside it), a lock
+file of the wrong shape is a clear error, and a prepare stamp of the wrong shape starts a fresh tree.
 
 On the real tiny CMake project, in a local git repository.
 """

@@ -242,7 +242,7 @@ def test_missing_source_path_is_a_clear_error(cli, tmp_path, rocm61):
 
 
 def test_a_tag_moved_upstream_is_refused_though_the_mirror_has_it(cli, tmp_path, repo, rocm61):
-    """D31: the mirror's v1.0 is not fetched again; one ls-remote shows upstream moved it."""
+    """The mirror's v1.0 is not fetched again; one ls-remote shows upstream moved it."""
     recipe = write_recipe(tmp_path, repo)
     code, _, err = cli("prepare", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
     assert code == 0, err

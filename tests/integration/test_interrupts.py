@@ -1,4 +1,4 @@
-"""Interrupts stop a step's whole process group (D9); a killed rocbuild's step keeps others out (D10).
+"""Interrupts stop a step's whole process group, and the build resumes; a killed rocbuild's step keeps others out.
 
 rocbuild runs as a real process here, its step as a real python that starts a grandchild, as
 make and ninja do.

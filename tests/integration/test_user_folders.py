@@ -1,4 +1,9 @@
-"""rocbuild never deletes, rewrites or copies into a folder that is not its own (D1, D3, D11, D21, D25)."""
+"""rocbuild never deletes, rewrites or copies into a folder that is not its own.
+
+Refused, with nothing touched: a --work folder it did not make (only an empty one is taken over), work,
+source and wheelhouse folders that overlap, --clean of a work folder another build holds, an --out or a
+--work that cannot be a folder. FIFOs and sockets in a source folder are skipped, not read.
+"""
 
 from __future__ import annotations
 
@@ -61,7 +66,7 @@ def test_a_work_folder_rocbuild_did_not_make_is_refused_and_untouched(cli, tmp_p
 
 @pytest.mark.parametrize("work, source, out, relation", [
     ("project", "project", "wheelhouse", "are the same folder"),         # --source-dir X --work X
-    ("project/w", "project", "wheelhouse", "inside"),                    # work inside the source (D3)
+    ("project/w", "project", "wheelhouse", "inside"),                    # work inside the source
     ("w", "w/project", "wheelhouse", "inside"),                          # source inside the work folder
     ("w", "project", "project/wheelhouse", "inside"),                    # the wheelhouse inside the source
     ("w", "project", "w/wheels", "inside"),                              # the wheelhouse inside the work folder
@@ -98,7 +103,7 @@ def test_an_empty_folder_is_taken_over_and_clean_keeps_the_marker(cli, tmp_path,
 
 
 def test_clean_waits_for_the_lock_before_deleting_anything(cli, tmp_path, rocm61, user_tree):
-    """D11: a second build with --clean must not empty a folder another build holds."""
+    """A second build with --clean must not empty a folder another build holds."""
     work = tmp_path / "w"
     recipe = recipe_for(tmp_path, user_tree)
     assert run(cli, tmp_path, rocm61, recipe, "--work", work)[0] == 0
@@ -138,7 +143,7 @@ def test_a_work_path_that_is_a_file_is_refused(cli, tmp_path, rocm61, user_tree)
 
 
 def test_fifos_and_sockets_in_a_source_folder_are_skipped_not_read(cli, tmp_path, rocm61, user_tree):
-    """D25: reading a FIFO would hang the build; a socket cannot be copied."""
+    """Reading a FIFO would hang the build; a socket cannot be copied."""
     os.mkfifo(user_tree / "pipe")
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(user_tree / "sock"))

@@ -115,7 +115,7 @@ def test_manifest_merges_and_forgets_removed_wheels(tmp_path):
 
 
 def test_a_part_file_left_by_a_killed_writer_is_swept_by_the_next_publish(tmp_path):
-    """D24: SIGKILL during a copy leaves `.NAME.XXXX.part`; nobody else would ever remove it."""
+    """SIGKILL during a copy leaves `.NAME.XXXX.part`; nobody else would ever remove it."""
     house, built = tmp_path / "wheelhouse", tmp_path / "built"
     house.mkdir()
     built.mkdir()
@@ -127,7 +127,7 @@ def test_a_part_file_left_by_a_killed_writer_is_swept_by_the_next_publish(tmp_pa
                                                          "rocbuild-manifest.json"]
 
 def test_a_full_wheelhouse_places_nothing_and_the_build_is_not_repeated(cli, tmp_path, rocm61):
-    """D23: a wheelhouse on a full file system (a real 64 KiB tmpfs, in a private mount namespace)."""
+    """A wheelhouse on a full file system (a real 64 KiB tmpfs, in a private mount namespace)."""
     src = tmp_path / "project"
     shutil.copytree(Path(__file__).parents[1] / "data" / "projects" / "recorder", src)
     (tmp_path / "recipes").mkdir()
