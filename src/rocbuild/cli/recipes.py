@@ -13,6 +13,7 @@ from rocbuild.cli.common import Invocation, Subparsers, action, actions, dump
 from rocbuild.errors import RecipeError, UsageError
 
 if TYPE_CHECKING:  # the recipe loader is imported when a command runs, not for --help
+    from rocbuild.engine.upstream import UpstreamCheck
     from rocbuild.recipe.catalog import RecipeDirs
 
 COMMAND = "recipes"
@@ -234,10 +235,10 @@ def cmd_check(args: argparse.Namespace, inv: Invocation) -> int:
     return 1 if any(c.behind or c.index_newest or not c.patches_apply for c in checks) else 0
 
 
-def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
+def _check(name: str, args: argparse.Namespace, inv: Invocation) -> UpstreamCheck:
     """One recipe: its newest release, its patches tried on that release's tree, and --bump."""
     from rocbuild.engine.upstream import (
-        Check,
+        UpstreamCheck,
         bump,
         fetch_tree,
         newest_on_index,
@@ -264,7 +265,7 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     except HostNotReady as exc:
         raise UsageError(f"recipes check {name}: {exc.message}", hint=exc.hint) from None
     source, recipe = plan.source, plan.recipe
-    check = Check(recipe.name, str(recipe.path), recipe.version, "folder")
+    check = UpstreamCheck(recipe.name, str(recipe.path), recipe.version, "folder")
     if isinstance(source, SdistSource):
         check.kind = "sdist"
         check.newest, check.warning = newest_sdist(source.requirement, recipe.version, source.python, args.pre,
@@ -287,7 +288,7 @@ def _check(name: str, args: argparse.Namespace, inv: Invocation) -> Any:
     return check
 
 
-def _say_check(c: Any) -> None:
+def _say_check(c: UpstreamCheck) -> None:
     if c.warning:
         print(f"{c.recipe}: warning: {c.warning}")
     if not c.behind:

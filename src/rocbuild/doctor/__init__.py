@@ -13,7 +13,7 @@ from rocbuild.detect.torch import probe_python
 from rocbuild.doctor import facts
 from rocbuild.doctor.facts import IGPU_ARCHS
 from rocbuild.doctor.host import access_checks, distributed_check, gpu_checks, is_wsl, rocm_checks, wsl_check
-from rocbuild.doctor.model import STATUSES, Check, Identity
+from rocbuild.doctor.model import STATUSES, DoctorCheck, Identity
 from rocbuild.doctor.pyenv import extension_check, torch_checks
 from rocbuild.errors import HostNotReady
 
@@ -28,7 +28,7 @@ class Inputs:
     identity: Identity = field(default_factory=Identity.current)
 
 
-def run_doctor(inputs: Inputs) -> list[Check]:
+def run_doctor(inputs: Inputs) -> list[DoctorCheck]:
     machine = inputs.root or Path("/")
     detection = detect_archs(None, rocminfo_file=inputs.rocminfo, sysfs_root=inputs.root, environ=inputs.environ)
     try:
@@ -46,8 +46,8 @@ def run_doctor(inputs: Inputs) -> list[Check]:
     python = inputs.python or sys.executable
     env = probe_python(python)
     if isinstance(env, str):
-        checks.append(Check("torch", "fail", env, "give a working interpreter with --python PY"))
-        checks += [Check(i, "skip", "the target python could not be probed") for i in ("torch-rocm-version", "extensions")]
+        checks.append(DoctorCheck("torch", "fail", env, "give a working interpreter with --python PY"))
+        checks += [DoctorCheck(i, "skip", "the target python could not be probed") for i in ("torch-rocm-version", "extensions")]
     else:
         checks += torch_checks(env, rocm, amd_host)
         checks.append(extension_check(env, _extension_targets(detection.archs), rocm))
@@ -61,16 +61,16 @@ def _extension_targets(archs: list[str]) -> list[str]:
     return discrete or archs
 
 
-def _counts(checks: list[Check]) -> dict[str, int]:
+def _counts(checks: list[DoctorCheck]) -> dict[str, int]:
     return {s: sum(1 for c in checks if c.status == s) for s in STATUSES}
 
 
-def report_json(checks: list[Check]) -> dict[str, Any]:
+def report_json(checks: list[DoctorCheck]) -> dict[str, Any]:
     counts = _counts(checks)
     return {"ok": counts["fail"] == 0, "counts": counts, "checks": [c.to_json() for c in checks]}
 
 
-def report_text(checks: list[Check]) -> str:
+def report_text(checks: list[DoctorCheck]) -> str:
     width = max(len(c.id) for c in checks)
     lines = []
     for c in checks:

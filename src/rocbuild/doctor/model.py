@@ -12,7 +12,7 @@ STATUSES = ("ok", "warn", "fail", "skip")
 
 
 @dataclass
-class Check:
+class DoctorCheck:
     id: str
     status: str  # ok | warn | fail | skip
     message: str

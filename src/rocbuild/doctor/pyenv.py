@@ -13,7 +13,7 @@ from typing import Any
 import rocbuild.doctor.facts as facts
 from rocbuild.detect.rocm import Rocm
 from rocbuild.detect.torch import PythonEnv, TorchInfo, rocm_torch_install
-from rocbuild.doctor.model import Check
+from rocbuild.doctor.model import DoctorCheck
 from rocbuild.verify.bundles import TargetId
 from rocbuild.verify.elf import ELF_MAGIC
 from rocbuild.verify.inputs import inspect_file
@@ -24,49 +24,49 @@ from rocbuild.verify.rules import judge_file
 SKIP_TOP = ("torch", "nvidia", "torch.libs")
 
 
-def torch_checks(env: PythonEnv, rocm: Rocm | None, amd_host: bool) -> list[Check]:
+def torch_checks(env: PythonEnv, rocm: Rocm | None, amd_host: bool) -> list[DoctorCheck]:
     py = env.executable
     install = rocm_torch_install(py, rocm.version if rocm else None, externally_managed=env.externally_managed)
     torch = env.torch
     if torch is None:
         status = "warn" if amd_host else "skip"
-        return [Check("torch", status, f"no torch in {py} ({env.version}): torch extensions (mamba-ssm, "
+        return [DoctorCheck("torch", status, f"no torch in {py} ({env.version}): torch extensions (mamba-ssm, "
                       "causal-conv1d, bitsandbytes) need a ROCm torch there", install if amd_host else ""),
-                Check("torch-rocm-version", "skip", "no torch")]
+                DoctorCheck("torch-rocm-version", "skip", "no torch")]
     details = torch.to_json()
     if torch.flavour == "rocm":
-        first = Check("torch", "ok", torch.describe(), details=details)
+        first = DoctorCheck("torch", "ok", torch.describe(), details=details)
     elif torch.flavour == "unknown":
-        first = Check("torch", "warn", torch.describe(), f"reinstall torch: {install}", details)
+        first = DoctorCheck("torch", "warn", torch.describe(), f"reinstall torch: {install}", details)
     elif amd_host and torch.flavour == "cpu":
-        first = Check("torch", "fail", f"{torch.describe()}: it cannot use any GPU (torch.cuda.is_available() "
+        first = DoctorCheck("torch", "fail", f"{torch.describe()}: it cannot use any GPU (torch.cuda.is_available() "
                       "== False), and extensions built against it get no GPU code", install, details)
     elif amd_host:
         symptoms = ("ImportError: libcudart.so / libc10_cuda.so, 'no kernel image is available', or "
                     "torch.cuda.is_available() == False on an AMD GPU")
-        first = Check("torch", "fail", f"{torch.describe()}: it cannot use an AMD GPU ({symptoms}), and "
+        first = DoctorCheck("torch", "fail", f"{torch.describe()}: it cannot use an AMD GPU ({symptoms}), and "
                       "extensions built against it link CUDA", install, details)
     else:
-        first = Check("torch", "warn", f"{torch.describe()}: ROCm extensions cannot be built against it",
+        first = DoctorCheck("torch", "warn", f"{torch.describe()}: ROCm extensions cannot be built against it",
                       install, details)
     return [first, _torch_rocm(torch, rocm, install)]
 
 
-def _torch_rocm(torch: TorchInfo, rocm: Rocm | None, install: str) -> Check:
+def _torch_rocm(torch: TorchInfo, rocm: Rocm | None, install: str) -> DoctorCheck:
     built = torch.rocm_version
     if torch.flavour != "rocm" or built is None:
-        return Check("torch-rocm-version", "skip", "torch is not a ROCm build")
+        return DoctorCheck("torch-rocm-version", "skip", "torch is not a ROCm build")
     if rocm is None or rocm.version is None:
-        return Check("torch-rocm-version", "skip", f"torch was built with ROCm {built}; the system's is unknown")
+        return DoctorCheck("torch-rocm-version", "skip", f"torch was built with ROCm {built}; the system's is unknown")
     system = rocm.version.short
     message = f"torch was built with ROCm {built}, the system has ROCm {system}"
     if built == system:
-        return Check("torch-rocm-version", "ok", message)
+        return DoctorCheck("torch-rocm-version", "ok", message)
     detail = {"torch": built, "system": system}
     if built.split(".")[0] != system.split(".")[0]:
-        return Check("torch-rocm-version", "fail", message + ": extensions compiled with this ROCm's headers "
+        return DoctorCheck("torch-rocm-version", "fail", message + ": extensions compiled with this ROCm's headers "
                      "will not load against torch's ROCm libraries", install, detail)
-    return Check("torch-rocm-version", "warn", message + ": usually fine for running; extensions are "
+    return DoctorCheck("torch-rocm-version", "warn", message + ": usually fine for running; extensions are "
                  "compiled with the system's headers", install, detail)
 
 
@@ -113,7 +113,7 @@ def _is_elf(path: Path) -> bool:
         return False
 
 
-def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> Check:
+def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> DoctorCheck:
     targets = [t for t in (TargetId.parse(a) for a in archs) if t is not None]
     py = env.executable
     arch_arg = f" --arch {','.join(archs)}" if archs else ""
@@ -138,7 +138,7 @@ def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> Chec
     where = ", ".join(env.site_packages) or "(no site-packages)"
     if not bad:
         judged = f"device code covers {', '.join(archs)}" if archs else "no GPU here, so device code not judged"
-        return Check("extensions", "ok", f"{scanned} extension file(s) in {where}: none links CUDA; {judged}",
+        return DoctorCheck("extensions", "ok", f"{scanned} extension file(s) in {where}: none links CUDA; {judged}",
                      details={"scanned": scanned})
     lines = []
     for b in bad:
@@ -148,7 +148,7 @@ def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> Chec
     for b in bad:
         if b["fix"] not in fixes:
             fixes.append(b["fix"])
-    return Check("extensions", "fail", f"{len(bad)} of {scanned} extension file(s) cannot run on this ROCm "
+    return DoctorCheck("extensions", "fail", f"{len(bad)} of {scanned} extension file(s) cannot run on this ROCm "
                  "host:\n" + "\n".join(lines), "\n".join(fixes), {"scanned": scanned, "files": bad})
 
 

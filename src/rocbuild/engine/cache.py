@@ -35,7 +35,7 @@ class CachedWheel:
 
 
 @dataclass(frozen=True)
-class Entry:
+class CacheEntry:
     key: str
     folder: Path
     data: dict[str, Any]
@@ -69,7 +69,7 @@ class BuildCache:
     def folder(self, key: str) -> Path:
         return self.root / key
 
-    def lookup(self, key: str) -> Entry | None:
+    def lookup(self, key: str) -> CacheEntry | None:
         """The entry for `key` when it is whole: every wheel present with the checksum it was stored with.
         Anything else (a missing, truncated or hand-edited entry) is no entry: the build runs."""
         folder = self.folder(key)
@@ -82,7 +82,7 @@ class BuildCache:
         os.utime(folder / "entry.json")  # last used, for `cache prune --older-than`
         return entry
 
-    def store(self, key: str, wheels: dict[Path, dict[str, Any]], about: dict[str, Any], inputs: dict[str, Any]) -> Entry:
+    def store(self, key: str, wheels: dict[Path, dict[str, Any]], about: dict[str, Any], inputs: dict[str, Any]) -> CacheEntry:
         """File verified wheels (path -> provenance) under `key`; an existing whole entry is kept."""
         existing = self.lookup(key)
         if existing is not None:
@@ -108,14 +108,14 @@ class BuildCache:
             if existing is None:
                 raise
             return existing
-        return Entry(key, folder, data)
+        return CacheEntry(key, folder, data)
 
-    def entries(self) -> list[Entry]:
+    def entries(self) -> list[CacheEntry]:
         return self._scan()[0]
 
-    def _scan(self) -> tuple[list[Entry], list[Path]]:
+    def _scan(self) -> tuple[list[CacheEntry], list[Path]]:
         """The whole entries, and the entry folders that are not (an interrupted or damaged store)."""
-        whole: list[Entry] = []
+        whole: list[CacheEntry] = []
         broken: list[Path] = []
         if not self.root.is_dir():
             return whole, broken
@@ -129,7 +129,7 @@ class BuildCache:
                 whole.append(entry)
         return whole, broken
 
-    def prune(self, older_than_days: float | None) -> list[tuple[Entry, int]]:
+    def prune(self, older_than_days: float | None) -> list[tuple[CacheEntry, int]]:
         """Remove entries not used for that many days (all of them without a limit); (entry, bytes freed)."""
         now = time.time()
         cutoff = None if older_than_days is None else now - older_than_days * 86400
@@ -154,7 +154,7 @@ SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 ABOUT_KEYS = ("recipe", "version", "archs", "rocm", "python", "created")
 
 
-def read_entry(key: str, folder: Path) -> Entry | None:
+def read_entry(key: str, folder: Path) -> CacheEntry | None:
     """The entry in `folder` when entry.json has the shape `store` writes, else None. Wheel names are
     plain file names, so no member of an entry can point outside its folder."""
     try:
@@ -172,4 +172,4 @@ def read_entry(key: str, folder: Path) -> Entry | None:
                 and isinstance(w.get("sha256"), str) and SHA256_RE.match(w["sha256"])
                 and isinstance(w.get("provenance"), dict)):
             return None
-    return Entry(key, folder, data)
+    return CacheEntry(key, folder, data)

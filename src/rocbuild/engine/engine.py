@@ -28,7 +28,7 @@ from typing import Any
 from rocbuild.compat import assert_never
 from rocbuild.detect.rocm import Rocm, probe_tool
 from rocbuild.engine.buildenv import BuildEnvMaker
-from rocbuild.engine.cache import BuildCache, Entry
+from rocbuild.engine.cache import BuildCache, CacheEntry
 from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
 from rocbuild.engine.lock import Lock, make_lock, read_lock, write_lock
 from rocbuild.engine.patch import apply_patch
@@ -308,7 +308,7 @@ class Engine:
         self.progress.done("label", started, ", ".join(w.name for w in labelled))
         return labelled
 
-    def _from_cache(self, entry: Entry) -> BuildResult:
+    def _from_cache(self, entry: CacheEntry) -> BuildResult:
         """An unchanged build: the wheels of the earlier one, verified again, no build step run."""
         final = self.plan.work.final
         started = self.progress.start("build cache", f"hit {entry.key[:16]} (built {entry.data['created']}Z)")

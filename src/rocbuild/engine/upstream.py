@@ -40,7 +40,7 @@ class PatchTrial:
 
 
 @dataclass
-class Check:
+class UpstreamCheck:
     recipe: str
     path: str
     current: str
@@ -128,7 +128,7 @@ def _newer(current: str, versions: set[Version]) -> str | None:
     return str(above[-1]) if above else None
 
 
-def fetch_tree(source: SdistSource | GitSource, check: Check, dest: Path, log: Log) -> None:
+def fetch_tree(source: SdistSource | GitSource, check: UpstreamCheck, dest: Path, log: Log) -> None:
     """The newest release's tree at `dest`, through the same caches a build uses."""
     if isinstance(source, SdistSource):
         requirement = f"{source.requirement.partition('==')[0]}=={check.newest}"
@@ -166,7 +166,7 @@ def _offset(action: DiffPatch, tree: Path, runner: StepRunner, log: Path) -> boo
     return "offset" in result.output
 
 
-def bumped_text(text: str, check: Check) -> str:
+def bumped_text(text: str, check: UpstreamCheck) -> str:
     """The recipe with its release moved to the newest: version, the sdist pin and digest, or the git
     tag and the commit it names (a pin that no longer holds is replaced by the one that does)."""
     assert check.newest is not None
@@ -183,7 +183,7 @@ def bumped_text(text: str, check: Check) -> str:
     return out
 
 
-def bump(path: Path, check: Check) -> str:
+def bump(path: Path, check: UpstreamCheck) -> str:
     """Write the bumped recipe; the unified diff of the change."""
     text = path.read_text()
     new = bumped_text(text, check)
