@@ -16,7 +16,8 @@ HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n
 def replace(**kw) -> ReplacePatch:
     fields = {"file": "ops.h", "find": "#include <rccl.h>", "with": "#include <rccl/rccl.h>",
               "regex": False, "count": None, **kw}
-    return ReplacePatch(fields["file"], fields["find"], fields["with"], fields["regex"], fields["count"], "t")
+    return ReplacePatch(file=fields["file"], find=fields["find"], replacement=fields["with"], regex=fields["regex"],
+                        count=fields["count"], where="t")
 
 
 @pytest.mark.parametrize("params", [
@@ -66,8 +67,8 @@ def test_link_links_every_match_and_replaces_links(tmp_path):
     tree = tmp_path / "tree"
     (tree / "cmake" / "Modules").mkdir(parents=True)
     params = {"from": f"{hip}/FindHIP*", "into": "cmake/Modules"}
-    apply_link(LinkPatch(params["from"], params["into"], "t"), tree)
-    apply_link(LinkPatch(params["from"], params["into"], "t"), tree)  # a re-run replaces the links themselves
+    apply_link(LinkPatch(source_glob=params["from"], into=params["into"], where="t"), tree)
+    apply_link(LinkPatch(source_glob=params["from"], into=params["into"], where="t"), tree)  # a re-run replaces the links themselves
     mods = tree / "cmake" / "Modules"
     assert sorted(os.listdir(mods)) == ["FindHIP", "FindHIP.cmake"]
     assert os.readlink(mods / "FindHIP") == str(hip / "FindHIP")
@@ -81,10 +82,10 @@ def test_link_refuses_to_replace_real_files(tmp_path):
     (tree / "m").mkdir(parents=True)
     (tree / "m" / "FindHIP.cmake").write_text("mine\n")
     with pytest.raises(StepFailed, match="not a link"):
-        apply_link(LinkPatch(f"{hip}/FindHIP.cmake", "m", "t"), tree)
+        apply_link(LinkPatch(source_glob=f"{hip}/FindHIP.cmake", into="m", where="t"), tree)
     assert (tree / "m" / "FindHIP.cmake").read_text() == "mine\n"
 
 
 def test_link_without_match(tmp_path):
     with pytest.raises(StepFailed, match="nothing matches"):
-        apply_link(LinkPatch(f"{tmp_path}/none/FindHIP*", "m", "t"), tmp_path)
+        apply_link(LinkPatch(source_glob=f"{tmp_path}/none/FindHIP*", into="m", where="t"), tmp_path)

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from rocbuild.errors import RecipeError
-from rocbuild.recipe import load_recipe
 from rocbuild.recipe.files import data_dir
+from rocbuild.recipe.load import load_recipe
+from rocbuild.recipe.model import CMake
 
 BAD = Path(__file__).parent.parent / "data" / "bad"
 
@@ -103,7 +104,8 @@ def test_yaml_booleans_become_cmake_switches(tmp_path):
     f.write_text("schema: 1\nname: r\nversion: '1'\nsource: {path: .}\n"
                  "steps:\n  - cmake:\n      defines: {USE_X: ON, USE_Y: off, N: 3}\n")
     step = load_recipe(f).steps[0]
-    assert step.body["defines"] == {"USE_X": "ON", "USE_Y": "OFF", "N": "3"}
+    assert isinstance(step, CMake)
+    assert dict(step.defines) == {"USE_X": "ON", "USE_Y": "OFF", "N": "3"}
 
 
 def test_numbers_keep_their_written_form(tmp_path):

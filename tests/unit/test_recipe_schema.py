@@ -82,3 +82,27 @@ def test_the_command_prints_it(tmp_path):
     out = tmp_path / "schema.json"
     assert main(["recipes", "schema", "-o", str(out)]) == 0
     assert json.loads(out.read_text()) == recipe_schema()
+
+
+def test_the_reference_field_lists_are_the_generated_ones():
+    """docs/recipes.md lists every key from the model's classes: a field added, renamed or re-documented
+    there and not regenerated into the docs fails here."""
+    from rocbuild.recipe.schema import REFERENCE_END, REFERENCE_START, reference_text
+
+    doc = (REPO / "docs" / "recipes.md").read_text()
+    shown = doc[doc.index(REFERENCE_START):doc.index(REFERENCE_END) + len(REFERENCE_END)] + "\n"
+    assert shown == reference_text(), "regenerate the field lists: rocbuild recipes schema --reference"
+
+
+def test_every_key_the_loader_accepts_comes_from_a_model_field():
+    """The loader's tables, the schema and the docs are read from the classes: each kind's keys are its
+    fields, so a field the planner reads cannot be missing from the format, nor the other way round."""
+    import dataclasses
+
+    from rocbuild.recipe.model import CHECKS, PATCHES, STEPS
+
+    for cls in (*PATCHES, *STEPS, *CHECKS):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        declared = {**keys.PATCH_KEYS, **keys.STEP_KEYS, **keys.CHECK_KEYS}[cls.KIND]
+        assert {k.field for k in declared.values()} <= fields
+        assert all(k.doc for k in declared.values()), cls  # every key is documented by its field's docstring

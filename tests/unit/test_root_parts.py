@@ -177,7 +177,7 @@ def test_an_import_check_is_skipped_only_for_a_missing_dependency():
     from rocbuild.plan.model import CommandCheck, ImportCheck
     from rocbuild.verify.plan_checks import missing_dependency
 
-    check = ImportCheck("import", "recipe:1", ("python", "-c", "..."), {}, "bitsandbytes")
+    check = ImportCheck(name="import", where="recipe:1", argv=("python", "-c", "..."), env={}, module="bitsandbytes")
     torch_missing = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'torch'\n"
     assert missing_dependency(check, torch_missing) == "torch"
     assert missing_dependency(check, "ModuleNotFoundError: No module named 'torch.cuda'") == "torch"
@@ -185,7 +185,7 @@ def test_an_import_check_is_skipped_only_for_a_missing_dependency():
     assert missing_dependency(check, "ModuleNotFoundError: No module named 'bitsandbytes'") is None
     assert missing_dependency(check, "ModuleNotFoundError: No module named 'bitsandbytes._ops'") is None
     assert missing_dependency(check, "OSError: libamdhip64.so.7: cannot open shared object file") is None
-    command = CommandCheck("run", "recipe:2", ("python", "-c", "import torch"), {})
+    command = CommandCheck(name="run", where="recipe:2", argv=("python", "-c", "import torch"), env={})
     assert missing_dependency(command, torch_missing) is None
 
 

@@ -58,6 +58,8 @@ def register(sub: Subparsers) -> None:
     p = action(acts, COMMAND, "schema", cmd_schema, "the JSON Schema of recipe files (for editors and CI)")
     p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
     p.add_argument("--path", action="store_true", help="print where the shipped copy is instead")
+    p.add_argument("--reference", action="store_true",
+                   help="print the recipe reference's field lists (Markdown) instead, as docs/recipes.md holds them")
     p = action(acts, COMMAND, "status", cmd_status, "each recipe's last real build per ROCm release and arch set")
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--results", metavar="FILE",
@@ -307,10 +309,13 @@ def _say_check(c: UpstreamCheck) -> None:
 
 
 def cmd_schema(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe.schema import schema_file, schema_text
+    from rocbuild.recipe.schema import reference_text, schema_file, schema_text
 
     if args.path:
         print(schema_file())
+        return 0
+    if args.reference:
+        sys.stdout.write(reference_text())
         return 0
     if args.output is None:
         sys.stdout.write(schema_text())

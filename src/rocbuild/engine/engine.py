@@ -75,7 +75,6 @@ class Engine:
         self.progress = progress
         self.workspace = Workspace(plan.work)
         self.cache = cache  # None: neither use nor fill the build cache
-        self.locked: Lock | None = None  # the lock file the build must match (build --locked)
         self.environ = dict(plan.host.environ if environ is None else environ)
         self.toolchain = toolchain or self._probe_toolchain
         self.install_missing = install_missing  # inside a build root: apt-get install what the recipe lacks
@@ -107,9 +106,9 @@ class Engine:
         `locked`: hold the build to RECIPE.lock (the recipe part now, the source once resolved)."""
         plan = self.plan
         self.check_until(until)
-        if locked:
-            self.locked = read_lock(plan.recipe.path)
-            self.locked.check(plan)
+        held_to = read_lock(plan.recipe.path) if locked else None  # the lock file the build must match
+        if held_to is not None:
+            held_to.check(plan)
         if until != "prepare":
             check_out_folder(plan.out)
         with self.workspace.locked(clean, self.progress.say) as lock_fd:
@@ -125,7 +124,7 @@ class Engine:
             prepare_log = self.workspace.log_path(0, "prepare", fresh=False)
             with open(prepare_log, "a", encoding="utf-8") as fh:
                 fh.write(f"== {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
-            resolved = self.resolve_source(prepare_log)
+            resolved = self.resolve_source(prepare_log, held_to)
             identity = build_identity(plan, resolved.identity, self.toolchain(plan.host.rocm),
                                       torch_env.torch if torch_env else None, self.environ)
             key = identity.key() if self.cache is not None and plan.has_wheel_steps else None
@@ -152,8 +151,9 @@ class Engine:
 
     # -- resolve ------------------------------------------------------------
 
-    def resolve_source(self, log: Path) -> Resolved:
-        """The resolved commit (through the mirror) or the content fingerprint of the source folder."""
+    def resolve_source(self, log: Path, held_to: Lock | None = None) -> Resolved:
+        """The resolved commit (through the mirror) or the content fingerprint of the source folder;
+        `held_to`: the lock file it must match (build --locked)."""
         plan = self.plan
         source = plan.source
         match source:
@@ -171,8 +171,8 @@ class Engine:
                 resolved = Resolved(identity, downloaded)
             case _:
                 assert_never(source)
-        if self.locked is not None:
-            self.locked.check(plan, resolved.identity)
+        if held_to is not None:
+            held_to.check(plan, resolved.identity)
         return resolved
 
     def _git_log(self, log: Path) -> Callable[[str], None]:

@@ -39,7 +39,7 @@ LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPI
 # -- patches ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DiffPatch:
     name: str  # as the recipe gives it, e.g. horovod/0001-fix.patch
     path: str  # the file found for it
@@ -65,7 +65,7 @@ class DiffPatch:
         return {"kind": "diff", "name": self.name, "sha256": self.sha256}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReplacePatch:
     file: str
     find: str
@@ -84,7 +84,7 @@ class ReplacePatch:
                 "regex": self.regex, "count": self.count}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LinkPatch:
     source_glob: str  # `from:`, absolute: a ROCm CMake module, say, or a file in the tree or the recipe's folders
     into: str  # a folder in the tree
@@ -98,7 +98,7 @@ class LinkPatch:
         return {"kind": "link", "from": self.source_glob, "into": self.into}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CopyPatch:
     source: str  # `from:`, absolute, only read: a ROCm header, say, or a file in the tree or the recipe's folders
     to: str  # its place in the tree
@@ -127,7 +127,7 @@ def patch_record(patch: PatchAction) -> dict[str, Any]:
 # -- steps ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
     name: str
     kind: StepKind
@@ -138,6 +138,7 @@ class Step:
     where: str = ""
     wheel_dir: str | None = None  # a wheel step's own output folder, emptied before it runs
     project: str | None = None  # a wheel step's project folder (its pyproject.toml names what it builds with)
+    build_dir: str | None = None  # a cmake or cmake-build step's build folder
 
     def command_line(self) -> str:
         return self.shell if self.shell is not None else shlex.join(self.argv or ())
@@ -146,13 +147,12 @@ class Step:
         """Whether what this step is known to leave behind is still there (a finished step whose
         output was deleted must run again): a wheel step's wheel, a configure step's CMake cache,
         a build step's build folder. Other steps' outputs are not known."""
-        argv = self.argv or ()
         if self.wheel_dir is not None:
             return any(Path(self.wheel_dir).glob("*.whl"))
-        if self.kind == "cmake" and "-B" in argv[:-1]:
-            return (Path(argv[argv.index("-B") + 1]) / "CMakeCache.txt").is_file()
-        if self.kind == "cmake-build" and len(argv) > 2:
-            return Path(argv[2]).is_dir()
+        if self.kind == "cmake" and self.build_dir is not None:
+            return (Path(self.build_dir) / "CMakeCache.txt").is_file()
+        if self.kind == "cmake-build" and self.build_dir is not None:
+            return Path(self.build_dir).is_dir()
         return True
 
     def identity(self) -> dict[str, Any]:
@@ -164,7 +164,7 @@ class Step:
 # -- checks -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CodeObjectsCheck:
     """Every ELF: no CUDA library, one ROCm major; device code covers `archs`; `files` carry it."""
 
@@ -176,14 +176,14 @@ class CodeObjectsCheck:
     built_in: bool = False  # the check every wheel gets; its findings go into the manifest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WheelContainsCheck:
     name: str
     where: str
     glob: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CommandCheck:
     name: str
     where: str
@@ -192,7 +192,7 @@ class CommandCheck:
     expect: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImportCheck:
     """Imports a module from the scratch install; skipped without a usable GPU."""
 
@@ -226,7 +226,7 @@ def check_identity(check: Check) -> dict[str, Any]:
 # -- the plan ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Requirements:
     rocm: str | None
     tools: tuple[str, ...]
@@ -241,7 +241,7 @@ class Requirements:
     openmp: OpenMp | None = None  # OpenMP for the HIP compiler's clang
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rendered:
     """What the recipe does to a build, rendered at CANONICAL_ROOT with one job and no ccache: the
     same on every machine of a kind. The build identity takes its fields from here."""
@@ -253,7 +253,7 @@ class Rendered:
     local_label: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     recipe: Recipe
     host: Host
@@ -267,7 +267,7 @@ class Plan:
     steps: tuple[Step, ...]
     verify: tuple[Check, ...]
     local_label: str = ""  # PEP 440 local version label added to every wheel ("" = none)
-    rendered: Rendered = field(default_factory=lambda: Rendered({}, (), (), (), ""))
+    rendered: Rendered = field(default_factory=lambda: Rendered(env={}, patches=(), steps=(), checks=(), local_label=""))
     build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
     refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it; "": the whole build
 

@@ -7,7 +7,7 @@ import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rocbuild.compat import assert_never
 from rocbuild.detect.arch import parse_arch_list
@@ -42,7 +42,29 @@ from rocbuild.plan.model import (
 )
 from rocbuild.plan.render import PythonView, Renderer, RocmView, TorchView
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
-from rocbuild.recipe.model import Conditional, Entry, PatchKind, Recipe, Refusal, StepKind, VerifyKind
+from rocbuild.recipe.model import (
+    CheckSpec,
+    CMake,
+    CMakeBuild,
+    CodeObjects,
+    Command,
+    Conditional,
+    Copy,
+    Diff,
+    Import,
+    Link,
+    Make,
+    PatchSpec,
+    Position,
+    Recipe,
+    Refusal,
+    Replace,
+    Run,
+    Shell,
+    StepSpec,
+    Wheel,
+    WheelContains,
+)
 from rocbuild.source.spec import FULL_SHA_RE, DirSource, GitSource, SdistSource, SourceSpec, check_ref
 
 
@@ -92,7 +114,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     base_env = _base_env(r, recipe, host, work, cache)
     modules = _names(r, recipe.requires.python)
     env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
-                if build_env and any(e.kind == "wheel" for e in recipe.steps) else None)
+                if build_env and any(isinstance(e, Wheel) for e in recipe.steps) else None)
     requirements = _requirements(r, recipe, host, modules, with_build_env=env_plan is not None)
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
     readable = _readable(recipe, host, work)
@@ -100,8 +122,9 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     wheel_python = env_plan.python if env_plan is not None else host.python.executable
     steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps if _applies(r, entry))
     has_wheels = any(s.kind == "wheel" for s in steps)
-    return Plan(recipe, host, dict(options), work, out, source, requirements, base_env, patches,
-                steps, _checks(r, recipe, host, has_wheels), _local_label(recipe, host, r, local_version),
+    return Plan(recipe=recipe, host=host, options=dict(options), work=work, out=out, source=source,
+                requirements=requirements, base_env=base_env, patches=patches, steps=steps,
+                verify=_checks(r, recipe, host, has_wheels), local_label=_local_label(recipe, host, r, local_version),
                 build_env=env_plan if has_wheels else None, refusals=refusals)
 
 
@@ -131,9 +154,9 @@ def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any],
     for entry in recipe.unsupported:
         if _applies(r, entry):
             refusal = _refusal(recipe, host, options, entry)
-            if entry.value.step is None and refuse:
+            if entry.step is None and refuse:
                 raise refusal
-            refusals.append((entry.value.step or "", refusal))
+            refusals.append((entry.step or "", refusal))
     return tuple(refusals)
 
 
@@ -154,7 +177,7 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
     return base_env
 
 
-def _names(r: Renderer, items: tuple[Any, ...]) -> tuple[str, ...]:
+def _names(r: Renderer, items: tuple[Conditional, ...]) -> tuple[str, ...]:
     return tuple(r.text(c.value, c.pos, c.pos.key) for c in items if _applies(r, c))
 
 
@@ -183,19 +206,30 @@ def _requirements(r: Renderer, recipe: Recipe, host: Host, modules: tuple[str, .
 
 def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool) -> tuple[Check, ...]:
     entries = [e for e in recipe.verify if _applies(r, e)]
-    opted_out = [e for e in entries if e.kind == "code-objects" and not e.body["required"]]
+    opted_out = [e for e in entries if isinstance(e, CodeObjects) and not e.required]
     verify: list[Check] = []
     if has_wheels:
         # Every wheel: nothing links CUDA, and device code covers every arch unless the recipe says
         # it has none of its own (`code-objects: false`).
         archs = () if opted_out else tuple(host.archs)
         where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
-        verify.append(CodeObjectsCheck("device-code", where, archs, built_in=True))
+        verify.append(CodeObjectsCheck(name="device-code", where=where, archs=archs, built_in=True))
     verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
     return tuple(verify)
 
 
-def _applies(r: Renderer, item: Conditional | Entry[Any]) -> bool:
+class Conditioned(Protocol):
+    """Anything a recipe writes a `when:` on: an entry, an env value, a name in a list, a refusal."""
+
+    @property
+    def when(self) -> str | None: ...
+    @property
+    def pos(self) -> Position: ...
+    @property
+    def when_pos(self) -> Position | None: ...
+
+
+def _applies(r: Renderer, item: Conditioned) -> bool:
     """Whether an entry's `when:` renders to true; its errors point at the `when:` itself."""
     pos = item.when_pos or item.pos
     return r.condition(item.when, pos, pos.key if item.when_pos else f"{pos.key}.when")
@@ -236,31 +270,32 @@ def _at(recipe: Recipe, key: str) -> dict[str, Any]:
     return {"file": pos.file, "line": pos.line, "column": pos.column, "key": key}
 
 
-def _verify_step(entry: Entry[VerifyKind], r: Renderer, host: Host) -> Check:
-    name, where, env, body = entry.name or "verify", entry.pos.describe(), _entry_env(entry, r), entry.body
-    key = f"{entry.pos.key}.{entry.kind}"
-    match entry.kind:
-        case "command":
-            argv = _python_alias([r.text(a, entry.pos, key) for a in body["argv"]], host)
-            expect = tuple(r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in body["expect"])
-            return CommandCheck(name, where, tuple(argv), env, expect)
-        case "import":
-            module = r.text(body["module"], entry.pos, key)
-            return ImportCheck(name, where, (host.python.executable, "-c", IMPORT_ONE, module), env, module)
-        case "wheel-contains":
-            return WheelContainsCheck(name, where, r.text(body["glob"], entry.pos, key))
-        case "code-objects":
-            wanted = ([r.text(a, entry.pos, key) for a in body["archs"]] if body["archs"] is not None
+def _verify_step(entry: CheckSpec, r: Renderer, host: Host) -> Check:
+    name, where, env = entry.name, entry.pos.describe(), _entry_env(entry, r)
+    key = f"{entry.pos.key}.{entry.KIND}"
+    match entry:
+        case Command():
+            argv = _python_alias([r.text(a, entry.pos, key) for a in entry.argv], host)
+            expect = tuple(r.text(p, entry.pos, f"{entry.pos.key}.expect") for p in entry.expect)
+            return CommandCheck(name=name, where=where, argv=tuple(argv), env=env, expect=expect)
+        case Import():
+            module = r.text(entry.module, entry.pos, key)
+            return ImportCheck(name=name, where=where, argv=(host.python.executable, "-c", IMPORT_ONE, module),
+                               env=env, module=module)
+        case WheelContains():
+            return WheelContainsCheck(name=name, where=where, glob=r.text(entry.glob, entry.pos, key))
+        case CodeObjects():
+            wanted = ([r.text(a, entry.pos, key) for a in entry.archs] if entry.archs is not None
                       else list(host.archs))
             try:
                 archs = parse_arch_list(",".join(wanted))
             except UsageError as exc:
                 raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
                                   key=f"{key}.archs", value=wanted, accepted="gfx targets such as gfx90a") from None
-            return CodeObjectsCheck(name, where, tuple(archs), tuple(r.text(f, entry.pos, key) for f in body["files"]),
-                                    tuple(body["links"]))
+            return CodeObjectsCheck(name=name, where=where, archs=tuple(archs),
+                                    files=tuple(r.text(f, entry.pos, key) for f in entry.files), links=entry.links)
         case _:
-            assert_never(entry.kind)
+            assert_never(entry)
 
 
 def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path | None,
@@ -303,9 +338,9 @@ def _readable(recipe: Recipe, host: Host, work: WorkDirs) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
+def _patch(recipe: Recipe, entry: PatchSpec, r: Renderer, work: WorkDirs,
            readable: tuple[str, ...]) -> PatchAction:
-    key = f"{entry.pos.key}.{entry.kind}"
+    key = f"{entry.pos.key}.{entry.KIND}"
     where = entry.pos.describe()
 
     def in_tree(value: str, k: str) -> str:
@@ -325,39 +360,40 @@ def _patch(recipe: Recipe, entry: Entry[PatchKind], r: Renderer, work: WorkDirs,
                               accepted=SOURCE_FILE_ACCEPTED)
         return path
 
-    match entry.kind:
-        case "diff":
+    match entry:
+        case Diff():
             dirs = recipe.patch_dirs or tuple(patch_dirs_for(recipe.path))
-            path = find_patch_file(entry.body, dirs)
+            path = find_patch_file(entry.file, dirs)
             if path is None:  # the loader checked; the file went away since
                 raise RecipeError("patch file not found", file=entry.pos.file, line=entry.pos.line,
-                                  column=entry.pos.column, key=key, value=entry.body)
-            return DiffPatch(entry.body, str(path), hashlib.sha256(path.read_bytes()).hexdigest(), where)
-        case "replace":
-            b = entry.body
-            return ReplacePatch(in_tree(r.text(b["file"], entry.pos, f"{key}.file"), f"{key}.file"),
-                                r.text(b["find"], entry.pos, f"{key}.find"),
-                                r.text(b["with"], entry.pos, f"{key}.with"), b["regex"], b["count"], where)
-        case "link":
-            return LinkPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
-                             in_tree(r.text(entry.body["into"], entry.pos, f"{key}.into"), f"{key}.into"), where,
-                             readable)
-        case "copy":
-            return CopyPatch(readable_source(r.text(entry.body["from"], entry.pos, f"{key}.from"), f"{key}.from"),
-                             in_tree(r.text(entry.body["to"], entry.pos, f"{key}.to"), f"{key}.to"), where, readable)
+                                  column=entry.pos.column, key=key, value=entry.file)
+            return DiffPatch(name=entry.file, path=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                             where=where)
+        case Replace():
+            return ReplacePatch(file=in_tree(r.text(entry.file, entry.pos, f"{key}.file"), f"{key}.file"),
+                                find=r.text(entry.find, entry.pos, f"{key}.find"),
+                                replacement=r.text(entry.with_, entry.pos, f"{key}.with"), regex=entry.regex,
+                                count=entry.count, where=where)
+        case Link():
+            return LinkPatch(source_glob=readable_source(r.text(entry.from_, entry.pos, f"{key}.from"), f"{key}.from"),
+                             into=in_tree(r.text(entry.into, entry.pos, f"{key}.into"), f"{key}.into"), where=where,
+                             readable=readable)
+        case Copy():
+            return CopyPatch(source=readable_source(r.text(entry.from_, entry.pos, f"{key}.from"), f"{key}.from"),
+                             to=in_tree(r.text(entry.to, entry.pos, f"{key}.to"), f"{key}.to"), where=where,
+                             readable=readable)
         case _:
-            assert_never(entry.kind)
+            assert_never(entry)
 
 
-def _refusal(recipe: Recipe, host: Host, options: dict[str, Any], entry: Conditional) -> RecipeError:
+def _refusal(recipe: Recipe, host: Host, options: dict[str, Any], refusal: Refusal) -> RecipeError:
     chosen = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
-    refusal: Refusal = entry.value
     before = (f" (a build stopped before step {refusal.step!r} with --until is allowed)"
               if refusal.step else "")
     return RecipeError(f"{recipe.name} cannot be built with ROCm {host.rocm.version or '?'}"
                        + (f" and {chosen}" if chosen else "") + f": {refusal.why}{before}",
-                       file=str(recipe.path), line=entry.pos.line, column=entry.pos.column,
-                       key=entry.pos.key, value=entry.when,
+                       file=str(recipe.path), line=refusal.pos.line, column=refusal.pos.column,
+                       key=refusal.pos.key, value=refusal.when,
                        accepted="another ROCm release or option (--set NAME=VALUE), as the reason says")
 
 
@@ -368,7 +404,7 @@ def _python_alias(argv: list[str], host: Host) -> list[str]:
     return argv
 
 
-def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
+def _entry_env(entry: StepSpec | CheckSpec, r: Renderer) -> dict[str, str]:
     env = {}
     for name, cond in entry.env:
         if _applies(r, cond):
@@ -376,65 +412,70 @@ def _entry_env(entry: Entry[Any], r: Renderer) -> dict[str, str]:
     return env
 
 
-def _step(entry: Entry[StepKind], r: Renderer, host: Host, work: WorkDirs, wheel_python: str) -> Step:
-    key = f"{entry.pos.key}.{entry.kind}"
-    src = str(work.src)
-
-    def path_in_src(value: str | None, default: str) -> str:
-        if not value:
-            return default
-        return value if os.path.isabs(value) else os.path.normpath(os.path.join(src, value))
-
-    cwd = path_in_src(r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, src)
-    env = _entry_env(entry, r)
-    where = entry.pos.describe()
-    name = entry.name or entry.kind
-    match entry.kind:
-        case "shell":
-            script, values = r.shell(entry.body, entry.pos, key)
-            return Step(name, "shell", None, cwd, {**env, **values}, shell=script, where=where)
-        case "run":
-            argv = _python_alias([r.text(a, entry.pos, f"{key}[{i}]") for i, a in enumerate(entry.body)], host)
-            return Step(name, "run", tuple(argv), cwd, env, where=where)
-        case "cmake":
-            body = r.tree(dict(entry.body), entry.pos, key)
-            source = path_in_src(body.get("source"), src)
-            build = path_in_src(body.get("build"), str(work.build))
-            argv = ["cmake", "-S", source, "-B", build]
-            if body.get("generator"):
-                argv += ["-G", body["generator"]]
-            defines = dict(body.get("defines", {}))
-            # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
-            if host.rocm.hip_compiler:
-                defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
-                defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
-            argv += [f"-D{k}={v}" for k, v in defines.items()]
-            argv += list(body.get("args", []))
-            return Step(name, "cmake", tuple(argv), cwd, env, where=where)
-        case "cmake-build":
-            body = r.tree(dict(entry.body), entry.pos, key)
-            argv = ["cmake", "--build", path_in_src(body.get("dir"), str(work.build))]
-            if body.get("target"):
-                argv += ["--target", body["target"]]
-            if body.get("config"):
-                argv += ["--config", body["config"]]
-            argv += ["--parallel", str(body.get("jobs") or host.jobs)]
-            return Step(name, "cmake-build", tuple(argv), cwd, env, where=where)
-        case "make":
-            body = r.tree(dict(entry.body), entry.pos, key)
-            argv = ["make", "-C", path_in_src(body.get("dir"), src), f"-j{body.get('jobs') or host.jobs}"]
-            if body.get("target"):
-                argv.append(body["target"])
-            argv += list(body.get("args", []))
-            return Step(name, "make", tuple(argv), cwd, env, where=where)
-        case "wheel":
-            body = r.tree(dict(entry.body), entry.pos, key)
-            project = path_in_src(body.get("dir"), src)
-            outdir = str(work.dist / name)
+def _step(entry: StepSpec, r: Renderer, host: Host, work: WorkDirs, wheel_python: str) -> Step:
+    cwd = _in_src(work, r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, str(work.src))
+    step = Step(name=entry.name, kind=entry.KIND, argv=None, cwd=cwd, env=_entry_env(entry, r),
+                where=entry.pos.describe())
+    key = f"{entry.pos.key}.{entry.KIND}"
+    match entry:
+        case Shell():
+            script, values = r.shell(entry.script, entry.pos, key)
+            return replace(step, env={**step.env, **values}, shell=script)
+        case Run():
+            return replace(step, argv=tuple(_python_alias(list(r.words(entry.argv, entry.pos, key)), host)))
+        case CMake():
+            return _cmake(step, entry, r, host, work)
+        case CMakeBuild() | Make():
+            return _build(step, entry, r, host, work)
+        case Wheel():
+            project = _in_src(work, r.optional(entry.dir, entry.pos, f"{key}.dir"), str(work.src))
+            outdir = str(work.dist / entry.name)
             argv = [wheel_python, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-w", outdir]
-            argv += [f"--config-settings={k}={v}" for k, v in body.get("config-settings", {}).items()]
-            argv += list(body.get("args", []))
-            return Step(name, "wheel", tuple(argv), cwd, env, where=where, wheel_dir=outdir, project=project)
+            settings = r.pairs(entry.config_settings, entry.pos, f"{key}.config-settings")
+            argv += [f"--config-settings={k}={v}" for k, v in settings.items()]
+            argv += r.words(entry.args, entry.pos, f"{key}.args")
+            return replace(step, argv=tuple(argv), wheel_dir=outdir, project=project)
         case _:
-            assert_never(entry.kind)
+            assert_never(entry)
+
+
+def _in_src(work: WorkDirs, value: str | None, default: str) -> str:
+    """A folder a step names: relative ones are in the source tree."""
+    if not value:
+        return default
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(work.src, value))
+
+
+def _cmake(step: Step, entry: CMake, r: Renderer, host: Host, work: WorkDirs) -> Step:
+    key = f"{entry.pos.key}.{entry.KIND}"
+    build = _in_src(work, r.optional(entry.build, entry.pos, f"{key}.build"), str(work.build))
+    argv = ["cmake", "-S", _in_src(work, r.optional(entry.source, entry.pos, f"{key}.source"), str(work.src)),
+            "-B", build]
+    generator = r.optional(entry.generator, entry.pos, f"{key}.generator")
+    if generator:
+        argv += ["-G", generator]
+    defines = r.pairs(entry.defines, entry.pos, f"{key}.defines")
+    # CMake's HIP language cannot find clang on distro layouts by itself; say it always.
+    if host.rocm.hip_compiler:
+        defines.setdefault("CMAKE_HIP_COMPILER", str(host.rocm.hip_compiler))
+        defines.setdefault("CMAKE_HIP_COMPILER_ROCM_ROOT", str(host.rocm.path))
+    argv += [f"-D{k}={v}" for k, v in defines.items()]
+    argv += r.words(entry.args, entry.pos, f"{key}.args")
+    return replace(step, argv=tuple(argv), build_dir=build)
+
+
+def _build(step: Step, entry: CMakeBuild | Make, r: Renderer, host: Host, work: WorkDirs) -> Step:
+    """cmake --build DIR (its build folder kept) or make -C DIR, with the host's jobs unless the recipe says."""
+    key = f"{entry.pos.key}.{entry.KIND}"
+    target = r.optional(entry.target, entry.pos, f"{key}.target")
+    jobs = r.optional(entry.jobs, entry.pos, f"{key}.jobs") or str(host.jobs)
+    if isinstance(entry, Make):
+        argv = ["make", "-C", _in_src(work, r.optional(entry.dir, entry.pos, f"{key}.dir"), str(work.src)), f"-j{jobs}"]
+        argv += [target] if target else []
+        return replace(step, argv=(*argv, *r.words(entry.args, entry.pos, f"{key}.args")))
+    build = _in_src(work, r.optional(entry.dir, entry.pos, f"{key}.dir"), str(work.build))
+    config = r.optional(entry.config, entry.pos, f"{key}.config")
+    argv = ["cmake", "--build", build, *(["--target", target] if target else []),
+            *(["--config", config] if config else []), "--parallel", jobs]
+    return replace(step, argv=tuple(argv), build_dir=build)

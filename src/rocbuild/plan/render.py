@@ -123,12 +123,17 @@ class Renderer:
             raise self._error(str(exc), value, pos, key,
                               "${{ ... }} outside quotes or inside double quotes, e.g. echo \"${{ options.msg }}\"") from None
 
-    def tree(self, value: Any, pos: Position | None, key: str) -> Any:
-        if isinstance(value, dict):
-            return {k: self.tree(v, pos, f"{key}.{k}") for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self.tree(v, pos, f"{key}[{i}]") for i, v in enumerate(value)]
-        return self.text(value, pos, key)
+    def optional(self, value: str | None, pos: Position | None, key: str) -> str | None:
+        """A key the recipe may leave out: None stays None."""
+        return None if value is None else self.text(value, pos, key)
+
+    def words(self, values: tuple[str, ...], pos: Position | None, key: str) -> tuple[str, ...]:
+        """An argv list, each word rendered on its own (a value never splits into several)."""
+        return tuple(self.text(v, pos, f"{key}[{i}]") for i, v in enumerate(values))
+
+    def pairs(self, values: tuple[tuple[str, str], ...], pos: Position | None, key: str) -> dict[str, str]:
+        """A mapping of names to values (cmake defines, config settings): the values rendered."""
+        return {k: self.text(v, pos, f"{key}.{k}") for k, v in values}
 
     def condition(self, when: str | None, pos: Position | None, key: str) -> bool:
         if when is None:

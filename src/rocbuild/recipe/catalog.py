@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rocbuild.errors import UsageError
-from rocbuild.recipe import Recipe, load_recipe
 from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
+from rocbuild.recipe.load import load_recipe
+from rocbuild.recipe.model import Recipe
 from rocbuild.recipe.read import confined_recipe
 from rocbuild.recipe.sources import load_sources
 

@@ -12,14 +12,15 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+import rocbuild.recipe.keys as keys
+import rocbuild.recipe.templating as templating
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
-from rocbuild.recipe import keys, templating
 from rocbuild.recipe.extends import MergeError, merge
 from rocbuild.recipe.files import (
     SOURCE_FILE_ACCEPTED,
@@ -29,21 +30,36 @@ from rocbuild.recipe.files import (
     tree_path_problem,
 )
 from rocbuild.recipe.model import (
-    PATCH_KINDS,
+    CHECKS,
+    OUTPUTS,
+    PATCHES,
+    RUNPATHS,
     SCHEMA_VERSION,
     STEP_KINDS,
-    VERIFY_KINDS,
+    STEPS,
+    CheckSpec,
+    CodeObjects,
+    Command,
     Conditional,
-    Entry,
+    Copy,
+    Diff,
+    Import,
+    Link,
     Option,
-    PatchKind,
+    Output,
+    PatchSpec,
     Position,
     Recipe,
     Refusal,
+    Replace,
     Requires,
+    Run,
+    Runpath,
+    Shell,
     Source,
     StepKind,
-    VerifyKind,
+    StepSpec,
+    WheelContains,
 )
 from rocbuild.recipe.read import is_path, read_recipe_text, same_folder
 from rocbuild.recipe.shapes import CONDITIONAL_KEYS, IDENT_RE, NAME_RE, ShapeReader, _show
@@ -61,33 +77,31 @@ from rocbuild.source.spec import (
 # Finds the recipe an `extends: NAME` means, searching `beside` first; raises UsageError (with a
 # "did you mean" hint) when there is none. The catalog provides the real one.
 RecipeFinder = Callable[[str, Path], Path]
+ChoiceT = TypeVar("ChoiceT", bound=str)
 
-# The key tables of each mapping (key -> required), from the file format's declaration (recipe/keys.py).
+# The key tables of each mapping (key -> required), read from the model's classes (recipe/keys.py).
 TOP_KEYS = keys.required(keys.TOP)
 UNSUPPORTED_KEYS = keys.required(keys.UNSUPPORTED)
-OUTPUTS = tuple(keys.TOP["output"].shape["enum"])
-RUNPATHS = tuple(keys.TOP["runpath"].shape["enum"])
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = keys.required(keys.SOURCE)
 GIT_ONLY_KEYS = ("ref", "commit", "submodules")
 REQUIRES_KEYS = keys.required(keys.REQUIRES)
 TORCH_FLAVOURS = ("rocm",)
 OPTION_KEYS = keys.required(keys.OPTION)
-COPY_KEYS = keys.required(keys.COPY)
-REPLACE_KEYS = keys.required(keys.REPLACE)
-LINK_KEYS = keys.required(keys.LINK)
-STEP_COMMON = tuple(keys.STEP_COMMON)
-CMAKE_KEYS = keys.required(keys.CMAKE)
-CMAKE_BUILD_KEYS = keys.required(keys.CMAKE_BUILD)
-MAKE_KEYS = keys.required(keys.MAKE)
-WHEEL_KEYS = keys.required(keys.WHEEL)
-CODE_OBJECT_KEYS = keys.required(keys.CODE_OBJECTS)
-PATCH_COMMON = tuple(keys.PATCH_COMMON)
+BODY_KEYS = {kind: keys.required(section) for kind, section in {**keys.PATCH_KEYS, **keys.STEP_KEYS,
+                                                                 **keys.CHECK_KEYS}.items()}
+# The field each YAML key of a step's mapping fills (config-settings: config_settings).
+STEP_FIELDS = {kind: {k: key.field for k, key in section.items()} for kind, section in keys.STEP_KEYS.items()}
+STEP_BESIDE = tuple(keys.STEP_COMMON)
+PATCH_BESIDE = tuple(keys.PATCH_COMMON)
+VERIFY_BESIDE = tuple(keys.VERIFY_COMMON)
+PATCH_CLASSES = {cls.KIND: cls for cls in PATCHES}
+STEP_CLASSES = {cls.KIND: cls for cls in STEPS}
+CHECK_CLASSES = {cls.KIND: cls for cls in CHECKS}
 LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-VERIFY_KEYS_EXTRA = tuple(keys.VERIFY_COMMON)
 HEADER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
 
 
@@ -191,9 +205,9 @@ class _Loader(ShapeReader):
         verify = self.verify(top.get("verify"), vm.get("verify"))
         if output == "tree":
             for entry in verify:
-                if entry.kind not in TREE_VERIFY_KINDS:
-                    raise self.error(f"a {entry.kind} check needs a wheel; this recipe's output is a tree",
-                                     entry.pos.key, Mark(entry.pos.line, entry.pos.column), value=entry.kind,
+                if entry.KIND not in TREE_VERIFY_KINDS:
+                    raise self.error(f"a {entry.KIND} check needs a wheel; this recipe's output is a tree",
+                                     entry.pos.key, Mark(entry.pos.line, entry.pos.column), value=entry.KIND,
                                      accepted="command: [...] (with expect:), run in the prepared tree")
         return Recipe(
             path=self.path,
@@ -213,7 +227,7 @@ class _Loader(ShapeReader):
             output=output,
             runpath=self.runpath(top, vm),
             unsupported=self.unsupported(top.get("unsupported"), vm.get("unsupported"),
-                                         tuple(e.name or e.kind for e in steps)),
+                                         tuple(e.name for e in steps)),
             bases=tuple(self.bases),
             patch_dirs=tuple(self.patch_dirs()),
             positions=self.positions(top),
@@ -229,7 +243,7 @@ class _Loader(ShapeReader):
                 out[f"source.{key}"] = self.pos(f"source.{key}", source.value_marks[key])
         return out
 
-    def unsupported(self, value: Any, mark: Mark | None, step_names: tuple[str, ...]) -> tuple[Conditional, ...]:
+    def unsupported(self, value: Any, mark: Mark | None, step_names: tuple[str, ...]) -> tuple[Refusal, ...]:
         """Combinations (of ROCm, options, targets) the recipe knows cannot build: each a `when:` and a
         `why:`, refused before anything is fetched; with `step:`, only builds that would run that step
         are (one stopped before it with --until is not)."""
@@ -246,30 +260,32 @@ class _Loader(ShapeReader):
                 raise self.error("names no step of this recipe", f"{key}.step", entry.value_marks["step"],
                                  value=step, accepted=", ".join(step_names),
                                  suggestion=difflib.get_close_matches(step, step_names, n=1) or None)
-            out.append(Conditional(Refusal(why, step), self.when(entry, key), self.pos(key, imark),
-                                   self.when_at(entry, key)))
+            when = self.when(entry, key)
+            assert when is not None  # a required key
+            out.append(Refusal(when=when, why=why, step=step, pos=self.pos(key, imark), when_pos=self.when_at(entry, key)))
         return tuple(out)
 
-    def output(self, top: YMap, vm: dict[str, Any]) -> str:
+    def output(self, top: YMap, vm: dict[str, Any]) -> Output:
         return self.choice(top, vm, "output", OUTPUTS, "unknown output kind",
                            "wheel (the default: verified wheels in the wheelhouse) or tree "
                            "(a prepared, patched source tree)")
 
-    def runpath(self, top: YMap, vm: dict[str, Any]) -> str:
+    def runpath(self, top: YMap, vm: dict[str, Any]) -> Runpath:
         return self.choice(top, vm, "runpath", RUNPATHS, "unknown runpath choice",
                            "as-built (the default: the wheel's libraries keep the RUNPATH the build gave "
                            "them) or relative (entries into the work folder become $ORIGIN-relative)")
 
-    def choice(self, top: YMap, vm: dict[str, Any], key: str, choices: tuple[str, ...], problem: str,
-               accepted: str) -> str:
-        """A top-level key that takes one of `choices`; the first is its default."""
+    def choice(self, top: YMap, vm: dict[str, Any], key: str, choices: tuple[ChoiceT, ...], problem: str,
+               accepted: str) -> ChoiceT:
+        """A top-level key that takes one of `choices` (typed as the member it names); the first is its default."""
         if key not in top:
             return choices[0]
         value = self.string(top[key], key, vm[key])
-        if value not in choices:
-            raise self.error(problem, key, vm[key], value=value, accepted=accepted,
-                             suggestion=difflib.get_close_matches(value, choices, n=1) or None)
-        return value
+        for choice in choices:
+            if choice == value:
+                return choice
+        raise self.error(problem, key, vm[key], value=value, accepted=accepted,
+                         suggestion=difflib.get_close_matches(value, choices, n=1) or None)
 
     def local_version(self, top: YMap, vm: dict[str, Any]) -> str | None:
         if "local-version" not in top:
@@ -439,61 +455,62 @@ class _Loader(ShapeReader):
             ))
         return tuple(out)
 
-    def patches(self, value: Any, mark: Mark | None) -> tuple[Entry[PatchKind], ...]:
+    def patches(self, value: Any, mark: Mark | None) -> tuple[PatchSpec, ...]:
         if value is None:
             return ()
         items = self.seq(value, "patches", mark, "patch entries")
-        out = []
+        out: list[PatchSpec] = []
         for i, item in enumerate(items):
             key, imark = f"patches[{i}]", items.item_marks[i]
-            kind, entry = self.entry_kind(item, key, imark, PATCH_KINDS, PATCH_COMMON)
+            kind, entry = self.entry_kind(item, key, imark, tuple(PATCH_CLASSES), PATCH_BESIDE)
             bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
-            body = entry[kind]
+            placed: dict[str, Any] = {"when": self.when(entry, key), "pos": self.pos(key, imark),
+                                      "when_pos": self.when_at(entry, key)}
             if kind == "diff":
-                body = self.string(body, bkey, bmark)
-                if templating.is_template(body):
-                    raise self.error("a diff file name cannot be a template", bkey, bmark, value=body,
-                                     accepted="a path under patches/, e.g. horovod/0001-fix.patch")
-                if self.find_patch(body) is None:
-                    raise self.error("patch file not found", bkey, bmark, value=body,
-                                     accepted="a file under " + " or ".join(str(d) for d in self.patch_dirs()))
-            elif kind == "replace":
-                m = self.mapping(body, bkey, bmark, REPLACE_KEYS)
-                vm = m.value_marks
-                body = {
-                    "file": self.tree_path(m["file"], f"{bkey}.file", vm["file"]),
-                    "find": self.tstring(m["find"], f"{bkey}.find", vm["find"]),
-                    "with": self.tstring(m["with"], f"{bkey}.with", vm["with"]),
-                    "regex": self.boolean(m["regex"], f"{bkey}.regex", vm["regex"]) if "regex" in m else False,
-                    "count": None,
-                }
-                if "count" in m:
-                    count = m["count"]
-                    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                        raise self.error("expected a positive whole number", f"{bkey}.count", vm["count"],
-                                         value=count, accepted="1, 2, ... (how many matches are expected)")
-                    body["count"] = count
-                if body["regex"] and not templating.is_template(body["find"]):
-                    try:
-                        re.compile(body["find"], re.MULTILINE)
-                    except re.error as exc:
-                        raise self.error(f"invalid regular expression: {exc}", f"{bkey}.find", vm["find"],
-                                         value=body["find"], accepted="a Python regular expression") from None
-                if not body["find"]:
-                    raise self.error("find is empty", f"{bkey}.find", vm["find"], accepted="a non-empty string")
+                out.append(Diff(file=self.diff_file(entry[kind], bkey, bmark), **placed))
+                continue
+            m = self.mapping(entry[kind], bkey, bmark, BODY_KEYS[kind])
+            vm = m.value_marks
+            if kind == "replace":
+                out.append(self.replace(m, bkey, placed))
             elif kind == "copy":
-                m = self.mapping(body, bkey, bmark, COPY_KEYS)
-                vm = m.value_marks
-                body = {"from": self.source_file(m["from"], f"{bkey}.from", vm["from"]),
-                        "to": self.tree_path(m["to"], f"{bkey}.to", vm["to"])}
+                out.append(Copy(from_=self.source_file(m["from"], f"{bkey}.from", vm["from"]),
+                                to=self.tree_path(m["to"], f"{bkey}.to", vm["to"]), **placed))
             else:
-                m = self.mapping(body, bkey, bmark, LINK_KEYS)
-                vm = m.value_marks
-                body = {"from": self.source_file(m["from"], f"{bkey}.from", vm["from"]),
-                        "into": self.tree_path(m["into"], f"{bkey}.into", vm["into"])}
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark),
-                             when_pos=self.when_at(entry, key)))
+                out.append(Link(from_=self.source_file(m["from"], f"{bkey}.from", vm["from"]),
+                                into=self.tree_path(m["into"], f"{bkey}.into", vm["into"]), **placed))
         return tuple(out)
+
+    def diff_file(self, raw: Any, key: str, mark: Mark) -> str:
+        name = self.string(raw, key, mark)
+        if templating.is_template(name):
+            raise self.error("a diff file name cannot be a template", key, mark, value=name,
+                             accepted="a path under patches/, e.g. horovod/0001-fix.patch")
+        if self.find_patch(name) is None:
+            raise self.error("patch file not found", key, mark, value=name,
+                             accepted="a file under " + " or ".join(str(d) for d in self.patch_dirs()))
+        return name
+
+    def replace(self, m: YMap, bkey: str, placed: dict[str, Any]) -> Replace:
+        vm = m.value_marks
+        find = self.tstring(m["find"], f"{bkey}.find", vm["find"])
+        regex = self.boolean(m["regex"], f"{bkey}.regex", vm["regex"]) if "regex" in m else False
+        count = None
+        if "count" in m:
+            count = m["count"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise self.error("expected a positive whole number", f"{bkey}.count", vm["count"],
+                                 value=count, accepted="1, 2, ... (how many matches are expected)")
+        if regex and not templating.is_template(find):
+            try:
+                re.compile(find, re.MULTILINE)
+            except re.error as exc:
+                raise self.error(f"invalid regular expression: {exc}", f"{bkey}.find", vm["find"],
+                                 value=find, accepted="a Python regular expression") from None
+        if not find:
+            raise self.error("find is empty", f"{bkey}.find", vm["find"], accepted="a non-empty string")
+        return Replace(file=self.tree_path(m["file"], f"{bkey}.file", vm["file"]), find=find,
+                       with_=self.tstring(m["with"], f"{bkey}.with", vm["with"]), regex=regex, count=count, **placed)
 
     def tree_path(self, value: Any, key: str, mark: Mark) -> str:
         """A path in the source tree that a patch changes: relative, and staying inside the tree."""
@@ -520,41 +537,43 @@ class _Loader(ShapeReader):
     def find_patch(self, name: str) -> Path | None:
         return find_patch_file(name, self.patch_dirs())
 
-    def steps(self, value: Any, mark: Mark, output: str) -> tuple[Entry[StepKind], ...]:
+    def steps(self, value: Any, mark: Mark, output: str) -> tuple[StepSpec, ...]:
         items = self.seq(value, "steps", mark, "step entries")
         out = []
         names: set[str] = set()
         for i, item in enumerate(items):
             key, imark = f"steps[{i}]", items.item_marks[i]
-            kind, entry = self.entry_kind(item, key, imark, STEP_KINDS, STEP_COMMON)
+            kind, entry = self.entry_kind(item, key, imark, tuple(STEP_CLASSES), STEP_BESIDE)
             if kind == "wheel" and output == "tree":
                 raise self.error("a wheel step in a recipe whose output is a tree", f"{key}.wheel",
                                  entry.key_marks["wheel"], value="wheel",
                                  accepted="cmake, cmake-build, make, run, shell (or drop `output: tree`)")
-            bkey, bmark = f"{key}.{kind}", entry.value_marks[kind]
-            body = self.step_body(kind, entry[kind], bkey, bmark)
-            name = None
-            if "name" in entry:
-                name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"])
-                if not NAME_RE.match(name):
-                    raise self.error("invalid step name", f"{key}.name", entry.value_marks["name"], value=name,
-                                     accepted="lower-case letters, digits, '.', '_' and '-'")
-            name = name or _unique(kind, names)
-            if name in names:
-                raise self.error("duplicate step name", f"{key}.name", entry.value_marks.get("name", imark),
-                                 value=name, accepted="a name not used by another step")
+            name = self.step_name(entry, key, kind, names)
             names.add(name)
-            cwd = None
-            if "cwd" in entry:
-                cwd = self.tstring(entry["cwd"], f"{key}.cwd", entry.value_marks["cwd"])
+            cwd = self.tstring(entry["cwd"], f"{key}.cwd", entry.value_marks["cwd"]) if "cwd" in entry else None
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), name=name, env=env, cwd=cwd,
-                             when_pos=self.when_at(entry, key)))
+            placed = {"name": name, "env": env, "cwd": cwd, "when": self.when(entry, key),
+                      "pos": self.pos(key, imark), "when_pos": self.when_at(entry, key)}
+            out.append(self.step(kind, entry[kind], f"{key}.{kind}", entry.value_marks[kind], placed))
         return tuple(out)
 
-    def step_body(self, kind: str, body: Any, key: str, mark: Mark) -> Any:
+    def step_name(self, entry: YMap, key: str, kind: str, taken: set[str]) -> str:
+        """The step's `name:`, else its kind (numbered when the kind comes again); unique in the recipe."""
+        name = None
+        if "name" in entry:
+            name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"])
+            if not NAME_RE.match(name):
+                raise self.error("invalid step name", f"{key}.name", entry.value_marks["name"], value=name,
+                                 accepted="lower-case letters, digits, '.', '_' and '-'")
+        name = name or _unique(kind, taken)
+        if name in taken:
+            raise self.error("duplicate step name", f"{key}.name", entry.value_marks.get("name", entry.mark),
+                             value=name, accepted="a name not used by another step")
+        return name
+
+    def step(self, kind: StepKind, body: Any, key: str, mark: Mark, placed: dict[str, Any]) -> StepSpec:
         if kind == "run":
-            return self.argv(body, key, mark)
+            return Run(argv=self.argv(body, key, mark), **placed)
         if kind == "shell":
             script = self.tstring(body, key, mark)
             try:
@@ -562,92 +581,92 @@ class _Loader(ShapeReader):
             except templating.ShellQuoting as exc:
                 raise self.error(str(exc), key, mark, value=script, accepted="${{ ... }} as a word of its own "
                                  "outside quotes, e.g. echo ${{ options.msg }}") from None
-            return script
-        allowed = {"cmake": CMAKE_KEYS, "cmake-build": CMAKE_BUILD_KEYS, "make": MAKE_KEYS, "wheel": WHEEL_KEYS}[kind]
+            return Shell(script=script, **placed)
         if body is None:
             body = YMap()
             body.mark, body.key_marks, body.value_marks = mark, {}, {}
-        m = self.mapping(body, key, mark, allowed)
-        vm = m.value_marks
-        out: dict[str, Any] = {}
-        for name, raw in m.items():
-            k = f"{key}.{name}"
-            if name == "config-settings":
-                out[name] = self.string_map(raw, k, vm[name], CONFIG_KEY_RE, "build backend settings",
-                                            "KEY: value (passed as --config-settings=KEY=value)",
-                                            "letters, digits, _ . - (e.g. cmake.define.FOO)")
-            elif name == "defines":
-                out[name] = self.string_map(raw, k, vm[name], CMAKE_VAR_RE, "CMake variables", "NAME: value",
-                                            "letters, digits, _ . : -")
-            elif name == "args":
-                out[name] = self.argv(raw, k, vm[name])
-            elif name == "jobs":
-                if isinstance(raw, bool) or not (isinstance(raw, int) and raw > 0 or isinstance(raw, str)):
-                    raise self.error("expected a positive whole number", k, vm[name], value=raw,
-                                     accepted="1, 2, ... or a template such as ${{ jobs }}")
-                out[name] = self.tstring(raw, k, vm[name])
-            else:
-                out[name] = self.tstring(raw, k, vm[name])
-        return out
+        m = self.mapping(body, key, mark, BODY_KEYS[kind])
+        fields = {STEP_FIELDS[kind][name]: self.step_value(name, raw, f"{key}.{name}", m.value_marks[name])
+                  for name, raw in m.items()}
+        return STEP_CLASSES[kind](**fields, **placed)
 
-    def verify(self, value: Any, mark: Mark | None) -> tuple[Entry[VerifyKind], ...]:
+    def step_value(self, name: str, raw: Any, k: str, mark: Mark) -> Any:
+        """One key of a cmake, cmake-build, make or wheel step, checked for what it holds."""
+        if name == "config-settings":
+            return tuple(self.string_map(raw, k, mark, CONFIG_KEY_RE, "build backend settings",
+                                         "KEY: value (passed as --config-settings=KEY=value)",
+                                         "letters, digits, _ . - (e.g. cmake.define.FOO)").items())
+        if name == "defines":
+            return tuple(self.string_map(raw, k, mark, CMAKE_VAR_RE, "CMake variables", "NAME: value",
+                                         "letters, digits, _ . : -").items())
+        if name == "args":
+            return self.argv(raw, k, mark)
+        if name == "jobs" and (isinstance(raw, bool) or not (isinstance(raw, int) and raw > 0 or isinstance(raw, str))):
+            raise self.error("expected a positive whole number", k, mark, value=raw,
+                             accepted="1, 2, ... or a template such as ${{ jobs }}")
+        return self.tstring(raw, k, mark)
+
+    def verify(self, value: Any, mark: Mark | None) -> tuple[CheckSpec, ...]:
         if value is None:
             return ()
         items = self.seq(value, "verify", mark, "verify entries")
         out = []
         for i, item in enumerate(items):
             key, imark = f"verify[{i}]", items.item_marks[i]
-            kind, entry = self.entry_kind(item, key, imark, VERIFY_KINDS, VERIFY_KEYS_EXTRA)
+            kind, entry = self.entry_kind(item, key, imark, tuple(CHECK_CLASSES), VERIFY_BESIDE)
             if "expect" in entry and kind != "command":
                 raise self.error("expect only goes with command", f"{key}.expect", entry.key_marks["expect"],
                                  value="expect", accepted="command: [...] with expect: [regex, ...]")
-            body = self.verify_body(kind, entry, key)
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
             name = self.string(entry["name"], f"{key}.name", entry.value_marks["name"]) if "name" in entry else None
-            out.append(Entry(kind, body, self.when(entry, key), self.pos(key, imark), when_pos=self.when_at(entry, key),
-                             name=name or f"verify-{i + 1}", env=env))
+            placed = {"name": name or f"verify-{i + 1}", "env": env, "when": self.when(entry, key),
+                      "pos": self.pos(key, imark), "when_pos": self.when_at(entry, key)}
+            out.append(self.check(kind, entry, key, placed))
         return tuple(out)
 
-    def verify_body(self, kind: str, entry: YMap, key: str) -> dict[str, Any]:
+    def check(self, kind: str, entry: YMap, key: str, placed: dict[str, Any]) -> CheckSpec:
         k, mark, raw = f"{key}.{kind}", entry.value_marks[kind], entry[kind]
         if kind == "command":
-            return {"argv": self.argv(raw, k, mark), "expect": self.expect(entry, key)}
+            return Command(argv=self.argv(raw, k, mark), expect=self.expect(entry, key), **placed)
         if kind == "wheel-contains":
-            return {"glob": self.tstring(raw, k, mark)}
+            return WheelContains(glob=self.tstring(raw, k, mark), **placed)
         if kind == "import":
             module = self.tstring(raw, k, mark)
             if not templating.is_template(module) and not MODULE_RE.match(module):
                 raise self.error("not a module name", k, mark, value=module, accepted="a dotted name such as pkg.sub")
-            return {"module": module}
+            return Import(module=module, **placed)
         # code-objects: true/empty (the build's archs, every ELF), {archs: [...], files: [globs]}, or
         # false: the wheel has no device code of its own (a wrapper over rocBLAS, say); CUDA is still checked.
-        if raw is None or raw is True:
-            return {"archs": None, "files": (), "links": (), "required": True}
-        if raw is False:
-            return {"archs": None, "files": (), "links": (), "required": False}
-        m = self.mapping(raw, k, mark, CODE_OBJECT_KEYS)
+        if raw is None or raw is True or raw is False:
+            return CodeObjects(required=raw is not False, **placed)
+        m = self.mapping(raw, k, mark, BODY_KEYS[kind])
         archs = None
         if "archs" in m:
             seq = self.seq(m["archs"], f"{k}.archs", m.value_marks["archs"], "gfx targets")
             archs = tuple(self.tstring(a, f"{k}.archs[{j}]", seq.item_marks[j]) for j, a in enumerate(seq))
-        files: tuple[str, ...] = ()
-        if "files" in m:
-            fv, fm = m["files"], m.value_marks["files"]
-            if isinstance(fv, str):
-                files = (self.tstring(fv, f"{k}.files", fm),)
-            else:
-                seq = self.seq(fv, f"{k}.files", fm, "globs of paths inside the wheel")
-                files = tuple(self.tstring(g, f"{k}.files[{j}]", seq.item_marks[j]) for j, g in enumerate(seq))
+        return CodeObjects(archs=archs, files=self.globs(m, k), links=self.links(m, k), **placed)
+
+    def globs(self, m: YMap, k: str) -> tuple[str, ...]:
+        if "files" not in m:
+            return ()
+        fv, fm = m["files"], m.value_marks["files"]
+        if isinstance(fv, str):
+            return (self.tstring(fv, f"{k}.files", fm),)
+        seq = self.seq(fv, f"{k}.files", fm, "globs of paths inside the wheel")
+        return tuple(self.tstring(g, f"{k}.files[{j}]", seq.item_marks[j]) for j, g in enumerate(seq))
+
+    def links(self, m: YMap, k: str) -> tuple[str, ...]:
+        if "links" not in m:
+            return ()
         links: tuple[str, ...] = ()
-        if "links" in m:
-            seq = self.seq(m["links"], f"{k}.links", m.value_marks["links"], "library names such as libamdhip64")
-            for j, lib in enumerate(seq):
-                lib = self.string(lib, f"{k}.links[{j}]", seq.item_marks[j])
-                if not LIB_RE.match(lib):
-                    raise self.error("not a library name", f"{k}.links[{j}]", seq.item_marks[j], value=lib,
-                                     accepted="a shared library name without .so, e.g. libamdhip64 or libc10_hip")
-                links += (lib,)
-        return {"archs": archs, "files": files, "links": links, "required": True}
+        seq = self.seq(m["links"], f"{k}.links", m.value_marks["links"], "library names such as libamdhip64")
+        for j, lib in enumerate(seq):
+            lib = self.string(lib, f"{k}.links[{j}]", seq.item_marks[j])
+            if not LIB_RE.match(lib):
+                raise self.error("not a library name", f"{k}.links[{j}]", seq.item_marks[j], value=lib,
+                                 accepted="a shared library name without .so, e.g. libamdhip64 or libc10_hip")
+            links += (lib,)
+        return links
 
     def expect(self, entry: YMap, key: str) -> tuple[str, ...]:
         if "expect" not in entry:
