@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from rocbuild.doctor import Inputs, run_doctor
 from rocbuild.doctor.host import rocm_checks
 from rocbuild.doctor.model import Identity
+from rocbuild.doctor.run import Inputs, run_doctor
 from tests.conftest import DATA, make_rocm_tree
 from tests.pyenv_trees import EXT_SUFFIX, add_record, compile_cuda_linked, make_machine, make_venv
 

@@ -71,3 +71,76 @@ def test_no_function_is_longer_than_a_screen():
                 if length > 80:
                     long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({length} lines)")
     assert long == []
+
+
+def faces() -> set[str]:
+    """The packages: `rocbuild`, `rocbuild.recipe`, ... (their __init__.py)."""
+    return {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+
+
+def test_package_faces_import_nothing():
+    """A package's __init__ runs before any of its modules: one that imports a module of its own package
+    makes every import of that package pull the module in, and can close a cycle at import time."""
+    importing = []
+    for path in PACKAGE.rglob("__init__.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import | ast.ImportFrom) and not (
+                    isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                importing.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert importing == []
+
+
+def test_no_import_goes_through_a_package_face():
+    """Every `from X import name` names the module that defines `name`, never a package: `from rocbuild.recipe
+    import keys` reads through the face (the top package's __version__ is the one name a face holds)."""
+    packages = faces()
+    through = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in packages and not (
+                    node.module == "rocbuild" and [a.name for a in node.names] == ["__version__"]):
+                through.append(f"{name}:{node.lineno} from {node.module} import {', '.join(a.name for a in node.names)}")
+    assert through == []
+
+
+def import_time_graph() -> dict[str, set[str]]:
+    """Module -> the rocbuild modules it imports at import time (top level, not inside functions or
+    `if TYPE_CHECKING:`), each with the package faces that run first."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        targets = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rocbuild"):
+                targets.add(node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("rocbuild")}
+        with_faces = set()
+        for target in targets:
+            parts = target.split(".")
+            with_faces |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        parent = name.rsplit(".", 1)[0] if not name.endswith("__init__") else None
+        if parent:
+            with_faces.add(parent)  # importing a module runs its package's face first
+        graph[name.removesuffix(".__init__")] = with_faces - {name.removesuffix(".__init__")}
+    return graph
+
+
+def test_no_import_cycles_at_import_time():
+    """No module reaches itself through what it imports at the top, package faces counted (a cycle
+    works or breaks by import order: `ImportError: cannot import name` for whoever comes second)."""
+    graph = import_time_graph()
+    cycles = []
+
+    def visit(node: str, stack: list[str], done: set[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in stack:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in done:
+                visit(nxt, stack + [nxt], done)
+        done.add(node)
+
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start], done)
+    assert cycles == []

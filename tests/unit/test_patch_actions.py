@@ -67,8 +67,9 @@ def test_link_links_every_match_and_replaces_links(tmp_path):
     tree = tmp_path / "tree"
     (tree / "cmake" / "Modules").mkdir(parents=True)
     params = {"from": f"{hip}/FindHIP*", "into": "cmake/Modules"}
-    apply_link(LinkPatch(source_glob=params["from"], into=params["into"], where="t"), tree)
-    apply_link(LinkPatch(source_glob=params["from"], into=params["into"], where="t"), tree)  # a re-run replaces the links themselves
+    link = LinkPatch(source_glob=params["from"], into=params["into"], where="t")
+    apply_link(link, tree)
+    apply_link(link, tree)  # a re-run replaces the links themselves
     mods = tree / "cmake" / "Modules"
     assert sorted(os.listdir(mods)) == ["FindHIP", "FindHIP.cmake"]
     assert os.readlink(mods / "FindHIP") == str(hip / "FindHIP")

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from rocbuild.recipe import keys
+import rocbuild.recipe.keys as keys
 from rocbuild.recipe.load import load_recipe_text
 from rocbuild.recipe.model import PATCH_KINDS, STEP_KINDS, VERIFY_KINDS
 from rocbuild.recipe.schema import recipe_schema, schema_file, schema_text

@@ -19,13 +19,13 @@ from typing import Any
 import yaml
 from packaging.specifiers import SpecifierSet
 
+import rocbuild.recipe.catalog as catalog
 from rocbuild import __version__
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.rocm import RocmVersion
 from rocbuild.detect.torch import rocm_torch_index
 from rocbuild.doctor.facts import supported_archs
 from rocbuild.errors import UsageError
-from rocbuild.recipe import catalog
 from rocbuild.recipe.catalog import NO_DIRS, RecipeDirs
 
 ROCM_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")

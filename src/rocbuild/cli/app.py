@@ -18,8 +18,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import rocbuild.cli.build as build
+import rocbuild.cli.cache as cache
+import rocbuild.cli.ci as ci
+import rocbuild.cli.host as host
+import rocbuild.cli.recipes as recipes
+import rocbuild.cli.root as root
+import rocbuild.cli.verify as verify
+import rocbuild.cli.wheelhouse as wheelhouse
 from rocbuild import __version__
-from rocbuild.cli import build, cache, ci, host, recipes, root, verify, wheelhouse
 from rocbuild.cli.common import Invocation, Parser, misplaced
 from rocbuild.errors import RocbuildError, UsageError
 from rocbuild.process.interrupts import Interrupted, raise_interrupted

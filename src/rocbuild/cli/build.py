@@ -86,7 +86,7 @@ def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bo
 
 
 def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.cli import show
+    import rocbuild.cli.show as show
     from rocbuild.engine.engine import check_until
 
     plan = make_build_plan(args, inv)

@@ -30,7 +30,7 @@ def cmd_path(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_prune(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.cli import show
+    import rocbuild.cli.show as show
     from rocbuild.engine.cache import BuildCache
     from rocbuild.paths import cache_root
 
@@ -48,7 +48,7 @@ def cmd_prune(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.cli import show
+    import rocbuild.cli.show as show
     from rocbuild.engine.cache import BuildCache
     from rocbuild.paths import cache_root
 

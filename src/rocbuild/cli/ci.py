@@ -38,7 +38,7 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_ci(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.ci import workflow as ci
+    import rocbuild.ci.workflow as ci
     from rocbuild.recipe.catalog import RecipeDirs
 
     recipes = ci.split_list(args.recipes, "--recipes", None, (), "recipe names, comma-separated")

@@ -33,7 +33,7 @@ def register(sub: Subparsers) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild import doctor
+    import rocbuild.doctor.run as doctor
     from rocbuild.detect.python import find_python
 
     if args.sysfs is not None and not Path(args.sysfs).is_dir():
@@ -54,7 +54,7 @@ def cmd_doctor(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_detect(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.cli import show
+    import rocbuild.cli.show as show
     from rocbuild.detect.arch import detect_archs
     from rocbuild.detect.python import default_jobs, find_python
     from rocbuild.detect.rocm import find_rocm

@@ -79,7 +79,7 @@ def _recipe_dirs(args: argparse.Namespace, inv: Invocation) -> RecipeDirs:
 
 
 def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import catalog
+    import rocbuild.recipe.catalog as catalog
 
     dirs = _recipe_dirs(args, inv)
     rows: list[dict[str, Any]] = []
@@ -100,7 +100,7 @@ def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_show(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import catalog
+    import rocbuild.recipe.catalog as catalog
     from rocbuild.recipe.read import read_recipe_text
 
     found = catalog.resolve(args.name, _recipe_dirs(args, inv))
@@ -109,7 +109,7 @@ def cmd_show(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_lint(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import catalog
+    import rocbuild.recipe.catalog as catalog
 
     failed = 0
     for name in args.files:
@@ -172,8 +172,9 @@ def _draft(name: str, requirement: str) -> str:
 
 
 def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:
+    import rocbuild.recipe.catalog as catalog
+    import rocbuild.recipe.sources as sources
     from rocbuild.progress import Progress
-    from rocbuild.recipe import catalog, sources
 
     source = sources.add_source(args.location, ref=args.ref, name=args.name, log=Progress().say)
     names = sorted(f.stem for f in source.recipe_dir.glob("*.y*ml"))
@@ -188,8 +189,8 @@ def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_update(args: argparse.Namespace, inv: Invocation) -> int:
+    import rocbuild.recipe.sources as sources
     from rocbuild.progress import Progress
-    from rocbuild.recipe import sources
 
     for before, after in sources.update_sources(args.names, Progress().say):
         if before.kind == "dir":
@@ -202,7 +203,7 @@ def cmd_update(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_remove(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import sources
+    import rocbuild.recipe.sources as sources
 
     gone = sources.remove_source(args.name)
     print(f"removed recipe source {gone.name} ({gone.describe()})")
@@ -210,7 +211,7 @@ def cmd_remove(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_sources(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import sources
+    import rocbuild.recipe.sources as sources
 
     rows = sources.load_sources()
     if args.json:
@@ -224,7 +225,7 @@ def cmd_sources(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_check(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import catalog
+    import rocbuild.recipe.catalog as catalog
 
     dirs = _recipe_dirs(args, inv)
     names = list(args.names) or [found.name for found in catalog.all_recipes(dirs)]
@@ -329,7 +330,8 @@ def cmd_schema(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_status(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.recipe import catalog, status
+    import rocbuild.recipe.catalog as catalog
+    import rocbuild.recipe.status as status
 
     records = status.read_results(Path(args.results) if args.results else status.shipped_results())
     names = list(args.names) or [found.name for found in catalog.all_recipes(_recipe_dirs(args, inv))]

@@ -157,8 +157,8 @@ def without_root_flag(argv: Sequence[str]) -> list[str]:
 
 def shares_of(args: argparse.Namespace) -> list[Share]:
     """The folders of this machine the command names, shared at the same paths inside the root."""
+    import rocbuild.roots.enter as enter
     from rocbuild.paths import cache_root, config_root
-    from rocbuild.roots import enter
 
     shares = [enter.Share(cache_root().resolve(), True, "the cache folder")]
     if config_root().is_dir():
@@ -194,7 +194,7 @@ def with_root_python(args: argparse.Namespace, argv: list[str]) -> list[str]:
 
 def run_in_root(args: argparse.Namespace, inv: Invocation) -> int:
     """`--root NAME`: the same command, run again inside the root."""
-    from rocbuild.roots import enter
+    import rocbuild.roots.enter as enter
     from rocbuild.roots.store import find_root
 
     root = find_root(args.root)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import rocbuild.recipe.catalog as catalog
 from rocbuild.detect.host import Host
 from rocbuild.errors import UsageError
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
@@ -16,7 +17,6 @@ from rocbuild.plan.model import Plan
 from rocbuild.plan.options import resolve_options
 from rocbuild.plan.planner import make_plan
 from rocbuild.plan.request import BuildRequest
-from rocbuild.recipe import catalog
 from rocbuild.recipe.catalog import Found, RecipeDirs
 from rocbuild.recipe.model import Recipe
 from rocbuild.source.spec import DirSource, check_ref

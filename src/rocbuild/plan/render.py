@@ -8,10 +8,10 @@ from typing import Any
 import jinja2
 from jinja2.exceptions import SecurityError
 
+import rocbuild.recipe.templating as templating
 from rocbuild.detect.rocm import Rocm, RocmVersion
 from rocbuild.detect.torch import TorchInfo
 from rocbuild.errors import RecipeError
-from rocbuild.recipe import templating
 from rocbuild.recipe.model import Position
 
 

@@ -14,8 +14,9 @@ import jinja2
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+import rocbuild.recipe.keys as keys
+import rocbuild.recipe.templating as templating
 from rocbuild.errors import RecipeError
-from rocbuild.recipe import keys, templating
 from rocbuild.recipe.model import Conditional, Position
 from rocbuild.recipe.yamlpos import DuplicateKey, Mark, TooComplex, YList, YMap, compose, key_path_at
 

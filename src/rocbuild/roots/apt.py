@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import rocbuild.roots.enter as enter
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.progress import Progress
-from rocbuild.roots import enter
 from rocbuild.roots.store import Root
 
 
