@@ -22,6 +22,12 @@ steps:
 """
 
 
+def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    # communicate(): both pipes read together (a full one would stall the process) and closed after
+    out, err = process.communicate(timeout=300)
+    return process.returncode, out, err
+
+
 def test_first_builds_started_at_once_share_one_mirror(tmp_path, rocm61):
     upstream = tmp_path / "upstream"
     # Enough history that a clone takes a while: every process starts its own before any finishes.
@@ -38,8 +44,7 @@ def test_first_builds_started_at_once_share_one_mirror(tmp_path, rocm61):
         argv = [sys.executable, "-m", "rocbuild", "prepare", str(recipe), "--rocm", str(rocm61), "--arch", "gfx90a"]
         runs = [subprocess.Popen([*argv, "--work", str(tmp_path / f"w{round_}-{i}")], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for i in range(4)]
-        results = [(p.wait(timeout=300), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "")
-                   for p in runs]
+        results = [finished(p) for p in runs]
         assert [code for code, _, _ in results] == [0] * 4, [err[-500:] for _, _, err in results]
         mirrors = sorted(p.name for p in (cache / "rocbuild" / "mirrors").iterdir())
         assert [m for m in mirrors if not m.endswith(".lock")] == [m for m in mirrors if m.endswith(".git")]

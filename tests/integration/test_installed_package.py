@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -51,4 +52,4 @@ def test_wheel_install_finds_recipes_and_patches(tmp_path):
     # So does the recipe schema, which the starter recipe names for editors.
     shipped_schema = run("recipes", "schema", "--path").stdout.strip()
     assert shipped_schema.startswith(str(site)) and os.path.isfile(shipped_schema)
-    assert json.loads(open(shipped_schema).read()) == json.loads(run("recipes", "schema").stdout)
+    assert json.loads(Path(shipped_schema).read_text()) == json.loads(run("recipes", "schema").stdout)

@@ -180,6 +180,7 @@ def index(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     yield server, served
     server.shutdown()
+    server.server_close()  # shutdown() only stops the loop: the listening socket stays open
 
 
 def publish(index, version: str, *, sha256: str | None = None, yanked: bool = False) -> str:

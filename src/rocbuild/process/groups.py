@@ -38,6 +38,18 @@ class GroupRunner(Local):
     def close_proc_stdin(self) -> None:  # stdin is /dev/null
         pass
 
+    def stop(self) -> None:
+        """invoke closes only a pty: the pipes of start() would wait for the garbage collector (two
+        descriptors held, and two ResourceWarnings, per step). A pipe whose reader thread still runs (a
+        stray grandchild holds it open) is left open: closing it would free its number under the thread."""
+        super().stop()
+        process = getattr(self, "process", None)  # none when Popen itself failed
+        if process is None or any(thread.is_alive() for thread in getattr(self, "threads", {}).values()):
+            return
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
     def wait(self) -> None:
         """Until the process ends, seen at once through a pidfd (invoke polls every 10 ms, which
         each step pays once); a reader thread that died still ends the wait."""
