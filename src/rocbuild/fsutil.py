@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,8 @@ def stage(dest: Path, write: Callable[[BinaryIO], object]) -> Path:
     """Write what will become `dest` into a temporary `.NAME.XXXX.part` beside it and return that
     path; the caller renames it into place (os.replace). A failure leaves nothing. The file gets
     0666 less the umask (not mkstemp's 0600): wheels and manifests are for everyone to read."""
+    import tempfile  # and its random: only for commands that write something
+
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=PART_SUFFIX, dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -40,3 +40,19 @@ def test_bad_local_version_exit_2(cli, rocm61, tmp_path):
     code, _, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
     assert code == 2 and "local-version renders to something that is not a PEP 440 local label" in err
     assert str(recipe) in err and "'rocm 6.1.0'" in err
+
+
+def test_each_command_is_parsed_by_its_own_family():
+    """A command line that names a command builds that family's parsers alone: COMMANDS must say
+    exactly which family registers each command (a missing one would be taken for a recipe name)."""
+    import argparse
+
+    from rocbuild.cli.app import COMMANDS, FAMILIES, build_parser
+
+    registered = {}
+    for family in FAMILIES:
+        sub = next(a for a in build_parser(family)._actions if isinstance(a, argparse._SubParsersAction))
+        registered.update(dict.fromkeys(sub.choices, family))
+    assert COMMANDS == registered
+    whole = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(whole.choices) == list(registered)

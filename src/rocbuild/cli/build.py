@@ -87,7 +87,7 @@ def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bo
 
 def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
     import rocbuild.cli.show as show
-    from rocbuild.engine.engine import check_until
+    from rocbuild.engine.until import check_until
 
     plan = make_build_plan(args, inv)
     check_until(plan, args.until)

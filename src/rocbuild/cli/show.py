@@ -111,14 +111,16 @@ def _requirements(plan: Plan, out: Out) -> None:
 
 def _root_packages(plan: Plan, out: Out) -> None:
     """In a root: the Debian packages that provide each requirement, and how --install-missing installs them."""
+    req, root = plan.requirements, plan.host.root
+    if root is None:  # on the host: none of the Debian side is imported
+        return
     from rocbuild.engine.requirements import root_packages
     from rocbuild.roots.apt import apt_commands
     from rocbuild.roots.packages import Wanted, map_requirements
 
-    req, root = plan.requirements, plan.host.root
     wanted = Wanted.of(req.tools, req.cmake_packages, req.headers, req.libraries,
                        req.openmp.package if req.openmp else None)
-    if root is None or not wanted.items:
+    if not wanted.items:
         return
     mapping = map_requirements(wanted, root_packages(root))
     for label, package in mapping.packages.items():

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocbuild.compat import tomllib
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import exclusive
@@ -58,6 +57,8 @@ def _from_target(requirement: str) -> bool:
 def build_system_requires(project: Path) -> list[str]:
     """The project's [build-system] requires (PEP 518), or pip's assumption when it has none."""
     from packaging.requirements import InvalidRequirement, Requirement
+
+    from rocbuild.compat import tomllib
 
     pyproject = project / "pyproject.toml"
     if not pyproject.is_file():

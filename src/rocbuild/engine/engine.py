@@ -34,6 +34,7 @@ from rocbuild.engine.lock import Lock, make_lock, read_lock, write_lock
 from rocbuild.engine.patch import apply_patch
 from rocbuild.engine.publish import finalize, publish
 from rocbuild.engine.requirements import check_requirements, probe_torch
+from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
@@ -337,19 +338,6 @@ class Engine:
             self.progress.say(f"    build cache: not stored ({exc})")
         else:
             self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
-
-
-def check_until(plan: Plan, until: str | None) -> None:
-    """--until names `prepare` or one of the plan's steps (as `plan` and `build` both check), and
-    stops before any step the recipe refuses for these options (`unsupported: ... step:`)."""
-    names = ["prepare"] + [s.name for s in plan.steps]
-    if until is not None and until not in names:
-        raise UsageError(f"--until {until!r}: no such step in {plan.recipe.name}", hint="steps: " + ", ".join(names))
-    # A combination the recipe refuses from one step on: allowed only when the build stops before it.
-    last = len(names) if until is None else names.index(until)
-    for step, refusal in plan.refusals:
-        if step == "" or (step in names and names.index(step) <= last):
-            raise refusal
 
 
 def check_out_folder(out: Path) -> None:

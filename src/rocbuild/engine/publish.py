@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from rocbuild import __version__
 from rocbuild.engine.identity import BuildIdentity
-from rocbuild.engine.relabel import rewrite_wheel
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import PART_SUFFIX, copier, exclusive, file_sha256, stage
 from rocbuild.plan.model import Plan
@@ -40,6 +39,8 @@ def provenance(plan: Plan, identity: BuildIdentity, wheel: Path) -> dict[str, An
 
 def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Path, dict[str, Any]]:
     """Each wheel relabelled (+rocmX.Y) with its provenance, in work/final; the originals stay."""
+    from rocbuild.engine.relabel import rewrite_wheel  # packaging's wheel tags: a cached build never relabels
+
     final = plan.work.final
     shutil.rmtree(final, ignore_errors=True)
     out = {}

@@ -8,8 +8,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-
-from packaging.specifiers import SpecifierSet
+from typing import TYPE_CHECKING
 
 from rocbuild.detect.rocm import OpenMp
 from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
@@ -17,9 +16,10 @@ from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan.buildenv import distribution_of
 from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner, query_process
-from rocbuild.roots.apt import apt_commands
 from rocbuild.roots.info import RootInfo
-from rocbuild.roots.packages import Mapping, Wanted, listed_packages, map_requirements
+
+if TYPE_CHECKING:  # the Debian side is imported when a build root needs it: builds on the host never do
+    from rocbuild.roots.packages import Mapping, Wanted
 
 
 def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
@@ -51,6 +51,8 @@ class Missing:
         return bool(self.tools or self.cmake_packages or self.headers or self.libraries or self.openmp)
 
     def wanted(self) -> Wanted:
+        from rocbuild.roots.packages import Wanted
+
         return Wanted.of(self.tools, self.cmake_packages, self.headers, self.libraries,
                          self.openmp.package if self.openmp else None)
 
@@ -106,7 +108,7 @@ def _rocm_problems(plan: Plan) -> list[str]:
         return []
     if rocm.version is None:
         return [f"cannot tell the ROCm version at {rocm.path} (the recipe needs ROCm {wanted})"]
-    if not SpecifierSet(wanted).contains(str(rocm.version), prereleases=True):
+    if not _satisfies(wanted, str(rocm.version)):
         return [f"ROCm {rocm.version} at {rocm.path} does not satisfy {wanted}"]
     return []
 
@@ -114,6 +116,8 @@ def _rocm_problems(plan: Plan) -> list[str]:
 def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing: Missing,
              install_missing: bool) -> tuple[Missing, Mapping, str]:
     """Inside a root: what is missing as the suite's Debian packages, installed first with --install-missing."""
+    from rocbuild.roots.packages import map_requirements
+
     available = root_packages(root)
     mapping = map_requirements(missing.wanted(), available)
     if install_missing and mapping.packages and root.rootless:
@@ -172,15 +176,23 @@ def _tool_version_problems(plan: Plan, missing: list[str]) -> list[str]:
         version = tool_version(tool, path)
         if version is None:
             problems.append(f"tool {tool!r}: cannot read its version (`{tool} --version`); the recipe needs {spec}")
-        elif not SpecifierSet(spec).contains(version, prereleases=True):
+        elif not _satisfies(spec, version):
             problems.append(f"tool {tool!r} is {version}; the recipe needs {spec} (a newer one: pip install "
                             f"'{tool}{spec}' in a venv on PATH, or the distribution's backports)"
                             if tool == "cmake" else f"tool {tool!r} is {version}; the recipe needs {spec}")
     return problems
 
 
+def _satisfies(spec: str, version: str) -> bool:
+    from packaging.specifiers import SpecifierSet  # read when a recipe pins a version, not on every build
+
+    return SpecifierSet(spec).contains(version, prereleases=True)
+
+
 def root_packages(root: RootInfo) -> set[str] | dict[str, str]:
     """What the root's suite offers: the archive's index (cached), else apt's lists in the root."""
+    from rocbuild.roots.packages import listed_packages
+
     mirror, suite = root.mirror, root.suite
     if mirror is not None and suite is not None:
         from rocbuild.roots.archive import Archive
@@ -201,6 +213,8 @@ def _debian(root: RootInfo | None, mapping: Mapping | None, label: str) -> str:
 
 
 def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str]) -> None:
+    from rocbuild.roots.apt import apt_commands
+
     for argv in apt_commands(packages, root.apt_target):
         result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
         if result.exit_code != 0:
