@@ -11,11 +11,15 @@
   (f), (g) in a real ROCm build root (bench/real.py; --root NAME, made by `make demo` or
       `rocbuild root create`): bitsandbytes by rocbuild vs by the three hand commands (BNB_SRC=DIR),
       and a ccache-warm rebuild after a version bump vs cold
+  (h) a no-op rebuild (`rocbuild build hello-hip` served by the build cache: verified again, no step
+      runs) and `rocbuild plan hello-hip`, each against `python -m pip --version`: the median of seven
+      runs of each, the order alternating from round to round, as a ratio to pip's
 
 (a) and (f) interleave pairs of runs (three and five) and take the median of the
-pairs' ratios (bench/pairs.py), start-up the median of five runs; the others are
-measured once. ccache is off for (a) and (b) so
-the compiler really compiles.
+pairs' ratios (bench/pairs.py), start-up the median of five runs, (h) medians of seven;
+the others are measured once. ccache is off for (a) and (b) so
+the compiler really compiles. `--only noop` (or any of SECTIONS) measures those alone and merges
+them into the results file, keeping every other figure in it as it was.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
 ROCBUILD_EXE = [str(Path(sys.executable).parent / "rocbuild")]  # the console script users run
 TARGETS = {"overhead_ratio": ("<=", 1.02), "cached_rebuild_s": ("<", 0.3), "mirror_speedup": (">=", 10.0),
-           "startup_ms": ("<", 150.0), "verify_big_bundle_s": ("<", 1.0), "bnb_vs_hand_ratio": ("<=", 1.02)}
+           "startup_ms": ("<", 150.0), "verify_big_bundle_s": ("<", 1.0), "bnb_vs_hand_ratio": ("<=", 1.02),
+           "noop_rebuild_vs_pip": ("<=", 1.0)}
+# What --only can pick; each is one or more sections of the results file.
+SECTIONS = ("overhead", "cached_rebuild", "mirror", "startup", "verify_big", "in_root", "noop")
 BIG_TARGETS = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1201")
 BIG_ENTRY = 256 << 20  # bytes of each decompressed entry
 
@@ -152,6 +159,33 @@ def startup(env: dict[str, str]) -> dict:
 
 
 
+def noop_rebuild(tmp: Path, env: dict[str, str], arch: str, runs: int = 7) -> dict:
+    """(h): the same hello-hip build again with nothing changed (the build cache serves it: its wheel is
+    verified again and placed, no step runs), `rocbuild plan` of it, and `python -m pip --version`
+    as the yardstick: a command that does next to nothing in the same interpreter. One real build
+    first fills the cache; then `runs` rounds of the three, the order reversed every other round."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    args = ["hello-hip", "--arch", arch, "--work", str(tmp / "work"), "--out", str(tmp / "wheelhouse")]
+    commands = {"pip": [sys.executable, "-m", "pip", "--version"], "plan": ROCBUILD_EXE + ["plan", *args],
+                "noop_rebuild": ROCBUILD_EXE + ["build", *args]}
+    cold = timed(commands["noop_rebuild"], env)  # the real build: afterwards the build cache serves it
+    served = subprocess.run(commands["noop_rebuild"], env=env, capture_output=True, text=True, check=True)
+    for argv in commands.values():  # bytecode written, files in the page cache
+        timed(argv, env)
+    runs_s: dict[str, list[float]] = {name: [] for name in commands}
+    for i in range(runs):
+        for name in list(commands) if i % 2 == 0 else list(commands)[::-1]:
+            runs_s[name].append(timed(commands[name], env))
+    median = {name: statistics.median(times) for name, times in runs_s.items()}
+    return {"pip_s": round(median["pip"], 3), "plan_s": round(median["plan"], 3),
+            "noop_rebuild_s": round(median["noop_rebuild"], 3),
+            "plan_vs_pip": round(median["plan"] / median["pip"], 3),
+            "noop_rebuild_vs_pip": round(median["noop_rebuild"] / median["pip"], 3),
+            "from_cache": "from the build cache" in served.stderr, "cold_build_s": round(cold, 3),
+            "runs_s": {name: [round(t, 3) for t in times] for name, times in runs_s.items()},
+            "arch": arch, "runs": runs}
+
+
 def big_bundle(path: Path) -> int:
     """Write a CCOB v3 zstd bundle of len(BIG_TARGETS) entries of BIG_ENTRY bytes each, streaming (the
     decompressed bundle is never in memory); returns its decompressed size."""
@@ -210,63 +244,108 @@ def in_root(tmp: Path, env: dict[str, str], root: str, bnb_src: Path | None) -> 
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
-    parser.add_argument("--arch", default="gfx90a", help="target for the hello-hip build (b)")
-    parser.add_argument("--root", default="real-rocm7.2", help="the build root for (f) and (g)")
-    parser.add_argument("--bnb-src", default=os.environ.get("BNB_SRC") or None,
-                        help="a bitsandbytes tree for (f) and (g) (default: $BNB_SRC)")
-    args = parser.parse_args()
-    results: dict = {"machine": {"python": platform.python_version(), "cores": os.cpu_count(),
-                                 "system": platform.platform(),
-                                 # 1, 5 and 15 minute load averages: other work on the machine skews every figure
-                                 "load_before": [round(x, 2) for x in os.getloadavg()]},
-                     "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+# Each figure: the section of the results it is read from, and its key there.
+FIGURES = {"overhead_ratio": ("overhead", "overhead_ratio"), "cached_rebuild_s": ("cached_rebuild", "cached_rebuild_s"),
+           "mirror_speedup": ("mirror", "mirror_speedup"), "startup_ms": ("startup", "startup_ms"),
+           "verify_big_bundle_s": ("verify_big", "verify_s"), "bnb_vs_hand_ratio": ("bnb_vs_hand", "ratio"),
+           "noop_rebuild_vs_pip": ("noop", "noop_rebuild_vs_pip")}
+
+
+def measure(only: set[str], args: argparse.Namespace) -> dict:
+    """The sections named in `only`, measured with a fresh cache folder that goes afterwards."""
+    out: dict = {}
     with tempfile.TemporaryDirectory(prefix="rocbuild-bench-") as t:
         tmp = Path(t)
         env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"), ROCBUILD_CCACHE="0")
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run it: bytecode cached after the first run
-        results["overhead"] = overhead(tmp / "a", env)
-        # The same on a 2-file project: what rocbuild adds is then nearly all of the difference.
-        tiny = overhead(tmp / "a-tiny", env, files=2, functions=4)
-        results["overhead"]["fixed_overhead_s"] = tiny["overhead_s"]
-        results["cached_rebuild"] = cached_rebuild(tmp / "b", env, args.arch)
-        results["mirror"] = mirror(tmp / "c", env)
-        results["startup"] = startup(env)
-        results["verify_big"] = verify_big(tmp / "e", env)
-        results.update(in_root(tmp, env, args.root, Path(args.bnb_src) if args.bnb_src else None))
-    results["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    figures = {"overhead_ratio": results["overhead"]["overhead_ratio"],
-               "cached_rebuild_s": results["cached_rebuild"]["cached_rebuild_s"],
-               "mirror_speedup": results["mirror"]["mirror_speedup"],
-               "startup_ms": results["startup"]["startup_ms"],
-               "verify_big_bundle_s": results["verify_big"]["verify_s"]}
-    if results["bnb_vs_hand"].get("measured") is not False:
-        figures["bnb_vs_hand_ratio"] = results["bnb_vs_hand"]["ratio"]
+        if "overhead" in only:
+            out["overhead"] = overhead(tmp / "a", env)
+            # The same on a 2-file project: what rocbuild adds is then nearly all of the difference.
+            tiny = overhead(tmp / "a-tiny", env, files=2, functions=4)
+            out["overhead"]["fixed_overhead_s"] = tiny["overhead_s"]
+        if "cached_rebuild" in only:
+            out["cached_rebuild"] = cached_rebuild(tmp / "b", env, args.arch)
+        if "mirror" in only:
+            out["mirror"] = mirror(tmp / "c", env)
+        if "startup" in only:
+            out["startup"] = startup(env)
+        if "verify_big" in only:
+            out["verify_big"] = verify_big(tmp / "e", env)
+        if "in_root" in only:
+            out.update(in_root(tmp, env, args.root, Path(args.bnb_src) if args.bnb_src else None))
+        if "noop" in only:
+            out["noop"] = noop_rebuild(tmp / "h", env, args.arch)
+    return out
+
+
+def detail(name: str, results: dict) -> str:
+    r = results
+    if name == "overhead_ratio":
+        o = r["overhead"]
+        return f"rocbuild {o['rocbuild_s']}s vs shell {o['shell_s']}s; fixed cost {o.get('fixed_overhead_s')}s"
+    if name == "cached_rebuild_s":
+        return f"cold {r['cached_rebuild']['cold_s']}s, ratio {r['cached_rebuild']['ratio']}"
+    if name == "mirror_speedup":
+        return f"first {r['mirror']['first_clone_s']}s, mirror {r['mirror']['mirror_fetch_s']}s"
+    if name == "startup_ms":
+        return "median of 5 `rocbuild --help`"
+    if name == "verify_big_bundle_s":
+        v = r["verify_big"]
+        return (f"{v['compressed_mib']} MiB -> {v['decompressed_mib']} MiB; peak {v['verify_peak_mib']} MiB; "
+                f"--deep {v['verify_deep_s']}s, peak {v['verify_deep_peak_mib']} MiB")
+    if name == "bnb_vs_hand_ratio":
+        return "bitsandbytes for gfx1100 in the ROCm 7.2 root vs the three hand commands"
+    n = r["noop"]
+    return (f"no-op rebuild {n['noop_rebuild_s']}s (from the build cache: {'yes' if n['from_cache'] else 'NO'}), "
+            f"plan {n['plan_s']}s ({n['plan_vs_pip']}x), pip --version {n['pip_s']}s; medians of {n['runs']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    parser.add_argument("--arch", default="gfx90a", help="target for the hello-hip builds (b) and (h)")
+    parser.add_argument("--root", default="real-rocm7.2", help="the build root for (f) and (g)")
+    parser.add_argument("--bnb-src", default=os.environ.get("BNB_SRC") or None,
+                        help="a bitsandbytes tree for (f) and (g) (default: $BNB_SRC)")
+    parser.add_argument("--only", metavar="SECTION[,SECTION...]",
+                        help=f"measure only these ({', '.join(SECTIONS)}) and merge them into --out, "
+                             "keeping its other figures as they are")
+    args = parser.parse_args()
+    only = set(SECTIONS) if args.only is None else set(args.only.split(","))
+    if only - set(SECTIONS):
+        parser.error(f"--only: no section {', '.join(sorted(only - set(SECTIONS)))} (sections: {', '.join(SECTIONS)})")
+    out_file = Path(args.out)
+    machine = {"python": platform.python_version(), "cores": os.cpu_count(), "system": platform.platform(),
+               # 1, 5 and 15 minute load averages: other work on the machine skews every figure
+               "load_before": [round(x, 2) for x in os.getloadavg()]}
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    measured = measure(only, args)
+    machine["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    if args.only is None or not out_file.is_file():
+        results: dict = {"machine": machine, "when": when, **measured}
+    else:  # a partial run: its sections say when and on what they were measured; the rest stays
+        results = json.loads(out_file.read_text())
+        for name, section in measured.items():
+            results[name] = {**section, "run": {**machine, "when": when}}
+    figures = {name: results[section][key] for name, (section, key) in FIGURES.items()
+               if isinstance(results.get(section), dict) and key in results[section]}
+    results.pop("targets", None)
     results["targets"] = {}
     for name, value in figures.items():
         op, target = TARGETS[name]
         met = {"<=": value <= target, "<": value < target, ">=": value >= target}[op]
         results["targets"][name] = {"value": value, "target": f"{op} {target:g}", "met": met}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    out_file.write_text(json.dumps(results, indent=2) + "\n")
     print(f"{'measure':<22} {'value':>10}  {'target':<10} met")
-    details = {"overhead_ratio": f"rocbuild {results['overhead']['rocbuild_s']}s vs shell {results['overhead']['shell_s']}s;"
-                                 f" fixed cost {results['overhead']['fixed_overhead_s']}s",
-               "cached_rebuild_s": f"cold {results['cached_rebuild']['cold_s']}s, ratio {results['cached_rebuild']['ratio']}",
-               "mirror_speedup": f"first {results['mirror']['first_clone_s']}s, mirror {results['mirror']['mirror_fetch_s']}s",
-               "startup_ms": "median of 5 `rocbuild --help`",
-               "verify_big_bundle_s": (f"{results['verify_big']['compressed_mib']} MiB -> "
-                                       f"{results['verify_big']['decompressed_mib']} MiB; peak "
-                                       f"{results['verify_big']['verify_peak_mib']} MiB; --deep "
-                                       f"{results['verify_big']['verify_deep_s']}s, peak "
-                                       f"{results['verify_big']['verify_deep_peak_mib']} MiB"),
-               "bnb_vs_hand_ratio": "bitsandbytes for gfx1100 in the ROCm 7.2 root vs the three hand commands"}
     for name, row in results["targets"].items():
-        print(f"{name:<22} {row['value']:>10}  {row['target']:<10} {'yes' if row['met'] else 'NO '}  {details[name]}")
+        fresh = "" if args.only is None or FIGURES[name][0] in measured else "  (kept from the file)"
+        print(f"{name:<22} {row['value']:>10}  {row['target']:<10} {'yes' if row['met'] else 'NO '}  "
+              f"{detail(name, results)}{fresh}")
     for name in ("bnb_vs_hand", "ccache_bump"):
-        row = results[name]
+        row = results.get(name)
+        if row is None:
+            continue
         if row.get("measured") is False:
             print(f"{name:<22} not measured: {row['why']}")
         elif name == "bnb_vs_hand":
@@ -274,6 +353,7 @@ def main() -> int:
         else:
             print(f"{name:<22} {row['ratio']:>10}  {row['recipe']}: cold {row['cold_s']}s, ccache-warm after a version "
                   f"bump {row['ccache_warm_after_bump_s']}s ({row['root']})")
+    print(f"load averages: {machine['load_before']} before, {machine['load_after']} after")
     print(f"figures written to {args.out}")
     return 0
 
