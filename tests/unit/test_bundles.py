@@ -94,7 +94,8 @@ def test_magic_as_an_ordinary_string():
     assert find_bundles(data, strict=False) == ([], [])
     found, problems = find_bundles(data, strict=True)
     assert found == [] and len(problems) == 2
-    assert "implausible entry count" in problems[0] and "CCOB" not in problems[0]
+    assert "implausible entry count" in problems[0].message and "CCOB" not in problems[0].message
+    assert [p.code for p in problems] == ["unreadable_bundle", "unreadable_bundle"]
 
 
 def test_entry_past_the_end_is_an_error():

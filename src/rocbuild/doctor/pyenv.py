@@ -17,7 +17,7 @@ from rocbuild.doctor.model import DoctorCheck
 from rocbuild.verify.bundles import TargetId
 from rocbuild.verify.elf import ELF_MAGIC
 from rocbuild.verify.inputs import inspect_file
-from rocbuild.verify.rules import judge_file
+from rocbuild.verify.rules import judged_file
 
 # Judged by the torch check, not file by file: torch's own libraries and the
 # CUDA runtime wheels a CUDA torch pulls in.
@@ -126,8 +126,7 @@ def extension_check(env: PythonEnv, archs: list[str], rocm: Rocm | None) -> Doct
             if not _is_elf(path):
                 continue
             rel = str(path.relative_to(site))
-            found = inspect_file(rel, path)
-            judge_file(found, targets)
+            found = judged_file(inspect_file(rel, path), targets)
             scanned += 1
             if found.info.cuda or any(v == "missing" for v in found.coverage.values()):
                 owner = owners.get(os.path.normpath(rel))

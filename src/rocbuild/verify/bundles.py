@@ -32,6 +32,7 @@ from typing import Any
 import zstandard
 
 from rocbuild.gfx import GENERIC_MEMBERS
+from rocbuild.verify.finding import Finding
 
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
@@ -54,7 +55,14 @@ Buf = bytes | bytearray | mmap.mmap
 
 
 class BundleError(ValueError):
-    """A bundle header that does not hold together (truncated, out of bounds, bad data)."""
+    """A bundle header that does not hold together (truncated, out of bounds, bad data).
+
+    `short`: the data ends before the header does, which more data may mend (a header read from
+    the front of a bundle being decompressed)."""
+
+    def __init__(self, message: str, *, short: bool = False):
+        super().__init__(message)
+        self.short = short
 
 
 @dataclass(frozen=True, order=True)
@@ -77,7 +85,7 @@ class TargetId:
 
 
 @dataclass(frozen=True)
-class Entry:
+class BundleEntry:
     id: str
     offset: int
     size: int
@@ -100,7 +108,7 @@ class Entry:
 class Bundle:
     offset: int  # where the bundle (or its CCOB wrapper) starts in the scanned buffer
     size: int  # bytes it occupies there
-    entries: tuple[Entry, ...]
+    entries: tuple[BundleEntry, ...]
     compression: str | None = None  # "zlib" or "zstd" for CCOB
     compressed_version: int | None = None
 
@@ -135,7 +143,7 @@ def parse_uncompressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundl
             raise BundleError(f"implausible entry id length {id_len}")
         raw = bytes(buf[pos:pos + id_len])
         if len(raw) != id_len:
-            raise BundleError("truncated header")
+            raise BundleError("truncated header", short=True)
         pos += id_len
         try:
             ident = raw.decode("ascii")
@@ -144,8 +152,8 @@ def parse_uncompressed(buf: Buf, at: int = 0, limit: int | None = None) -> Bundl
         if not ident.isprintable() or "-" not in ident:
             raise BundleError(f"entry id {ident[:60]!r} is not a bundle id")
         if size and at + offset + size > end:
-            raise BundleError(f"entry {ident} ({size} bytes at +{offset}) runs past the end of the data")
-        entries.append(Entry(ident, offset, size))
+            raise BundleError(f"entry {ident} ({size} bytes at +{offset}) runs past the end of the data", short=True)
+        entries.append(BundleEntry(ident, offset, size))
         extent = max(extent, offset + size)
     extent = max(extent, pos - at)
     return Bundle(at, extent, tuple(entries))
@@ -251,17 +259,18 @@ def _header_complete(front: bytes, raw_size: int) -> bool:
     try:
         parse_uncompressed(front, 0, raw_size)
     except BundleError as exc:
-        return "truncated" not in str(exc) and "runs past" not in str(exc)
+        return not exc.short
     return True
 
 
-def find_bundles(buf: Buf, start: int = 0, end: int | None = None, *, strict: bool = True
-                 ) -> tuple[list[Bundle], list[str]]:
-    """Every bundle in buf[start:end]. With strict, a magic that does not parse is reported;
-    without, it is skipped (outside .hip_fatbin the magic may be an ordinary string)."""
+def find_bundles(buf: Buf, start: int = 0, end: int | None = None, *, strict: bool = True, section: str = ""
+                 ) -> tuple[list[Bundle], list[Finding]]:
+    """Every bundle in buf[start:end]. With strict, a magic that does not parse is reported (as in
+    `section`, when one is named); without, it is skipped (outside .hip_fatbin the magic may be an
+    ordinary string)."""
     end = len(buf) if end is None else end
     found: list[Bundle] = []
-    problems: list[str] = []
+    problems: list[Finding] = []
     for at, magic in _magics(buf, start, end):
         if found and at < found[-1].offset + found[-1].size:
             continue
@@ -269,7 +278,7 @@ def find_bundles(buf: Buf, start: int = 0, end: int | None = None, *, strict: bo
             bundle = (parse_uncompressed if magic == MAGIC else parse_compressed)(buf, at, end)
         except BundleError as exc:
             if strict:
-                problems.append(f"unreadable offload bundle at offset {at:#x}: {exc}")
+                problems.append(Finding("unreadable_bundle", {"section": section, "offset": at, "reason": str(exc)}))
             continue
         found.append(bundle)
     return found, problems
@@ -330,6 +339,6 @@ def _unpack(fmt: str, buf: Buf, pos: int, end: int) -> int:
     n = struct.calcsize(fmt)
     data = bytes(buf[pos:pos + n])
     if pos + n > end or len(data) != n:
-        raise BundleError("truncated header")
+        raise BundleError("truncated header", short=True)
     value: int = struct.unpack(fmt, data)[0]
     return value

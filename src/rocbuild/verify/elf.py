@@ -17,6 +17,7 @@ from elftools.elf.elffile import ELFFile
 
 from rocbuild.verify.bundles import Bundle, TargetId, find_bundles
 from rocbuild.verify.codeobj import EM_AMDGPU, CodeObject, find_code_objects, parse_code_object
+from rocbuild.verify.finding import Finding
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTION = re.compile(r"^\.hip_fatbin")
@@ -72,7 +73,7 @@ class ElfInfo:
     rpath: list[str] = field(default_factory=list)
     runpath: list[str] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)  # ROCm runtime libraries named in its data (dlopen)
-    problems: list[str] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)  # what reading it found wrong
 
     @property
     def has_device_code(self) -> bool:
@@ -146,7 +147,7 @@ def inspect_elf(path: Path, name: str | None = None) -> ElfInfo:
                 if FATBIN_SECTION.match(section.name) and section["sh_type"] != "SHT_NOBITS":
                     fatbins.append((section.name, section["sh_offset"], section["sh_size"]))
     except (ELFError, ValueError, KeyError, OSError, struct.error) as exc:
-        info.problems.append(f"not a readable ELF file: {_why(exc)}")
+        info.problems.append(Finding("unreadable_elf", {"reason": _why(exc)}))
         return info
     runtime = bool(RUNTIME_LIB.match(info.soname or "") or RUNTIME_LIB.match(Path(name or path.name).name))
     _scan(path, fatbins, sections, info, runtime)
@@ -159,11 +160,11 @@ def _code_object_file(path: Path, info: ElfInfo) -> ElfInfo:
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         co = parse_code_object(mm, 0, len(mm))
     if co is None:
-        info.problems.append("an AMDGPU ELF file whose header does not hold together (truncated?)")
+        info.problems.append(Finding("broken_code_object"))
     else:
         info.code_objects.append(("(file)", co))
         if co.target is None:
-            info.problems.append(f"a code object for a processor LLVM's table does not name (EF_AMDGPU_MACH {co.mach:#x})")
+            info.problems.append(Finding("unknown_processor", {"mach": co.mach}))
     return info
 
 
@@ -188,11 +189,11 @@ def _scan(path: Path, fatbins: list[tuple[str, int, int]], sections: list[tuple[
         return
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for name, offset, length in fatbins:
-            bundles, problems = find_bundles(mm, offset, min(offset + length, size), strict=True)
+            bundles, problems = find_bundles(mm, offset, min(offset + length, size), strict=True, section=name)
             info.bundles += [(name, b) for b in bundles]
-            info.problems += [f"{name}: {p}" for p in problems]
+            info.problems += problems
             if not bundles and not problems and length > 0:
-                info.problems.append(f"{name} holds {length} bytes but no offload bundle")
+                info.problems.append(Finding("empty_fatbin", {"section": name, "size": length}))
         # Outside .hip_fatbin a magic may be an ordinary string (the HIP runtime
         # itself contains one): there only headers that parse completely count.
         start = 0

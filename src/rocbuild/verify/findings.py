@@ -1,13 +1,20 @@
-"""What verify found: per file (FileFindings), per input (InputFindings) and in all (Verdict)."""
+"""What verify found: per file (FileFindings), per input (InputFindings) and in all (Verdict).
+
+Each is a value: reading makes one, judging makes another from it (verify/rules.py); nothing edits one
+in place. The findings themselves are codes with data (verify/finding.py); `problems` and `notes` are
+their words."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocbuild.verify.elf import ElfInfo
+from rocbuild.verify.finding import Code, Finding
 from rocbuild.verify.pe import is_windows_code
+from rocbuild.verify.provenance import Provenance
 
 # Where a library looks for ROCm (its RUNPATH, else RPATH): how each entry reads.
 _PINNED_ROCM = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
@@ -32,14 +39,25 @@ def rocm_search(paths: list[str]) -> str:
     return "; ".join(kinds)
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileFindings:
     path: str  # as shown: "pkg/lib.so" inside a wheel, else the file's path
     info: ElfInfo
-    coverage: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # worth knowing, not a failure (a leaked build path)
     judged: bool = True  # False: outside --files, listed only
+    coverage: Mapping[str, str] = field(default_factory=dict)  # wanted target -> what covers it, or "missing"
+    found: tuple[Finding, ...] = ()  # what the rules found (reading's own findings are in info.problems)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return (*self.info.problems, *self.found)
+
+    @property
+    def problems(self) -> list[str]:
+        return [x.message for x in self.findings if x.problem]
+
+    @property
+    def notes(self) -> list[str]:  # worth knowing, not a failure (a leaked build path)
+        return [x.message for x in self.findings if not x.problem]
 
     @property
     def targets(self) -> list[str]:
@@ -61,43 +79,60 @@ class FileFindings:
             "path": self.path, "machine": i.machine, "soname": i.soname, "needed": i.needed,
             "cuda": i.cuda, "rocm": i.rocm, "rocm_majors": i.rocm_majors, "loads": i.loads,
             "rpath": i.rpath, "runpath": i.runpath, "finds_rocm": self.finds_rocm,
-            "targets": self.targets, "coverage": self.coverage,
+            "targets": self.targets, "coverage": dict(self.coverage),
             "bundles": [{"section": s, **b.to_json()} for s, b in i.bundles],
             "code_objects": [{"section": s, "offset": co.offset, "size": co.size,
                               "target": str(co.target) if co.target else None, "mach": co.mach,
                               "code_object_version": co.code_object_version} for s, co in i.code_objects],
             "runtime_kernels": i.runtime_kernels, "judged": self.judged,
-            "problems": self.problems, "notes": self.notes,
+            "problems": self.problems, "notes": self.notes, "findings": [x.to_json() for x in self.findings],
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class InputFindings:
     path: str
-    kind: str  # wheel | elf | folder | bundle
-    files: list[FileFindings] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    provenance: dict[str, Any] | None = None  # what rocbuild recorded when it built this wheel
+    kind: str  # wheel | elf | folder | bundle | code object | windows library | archive
+    files: tuple[FileFindings, ...] = ()
+    found: tuple[Finding, ...] = ()  # what the rules found of the input as a whole
+    provenance: Provenance | None = None  # what rocbuild recorded when it built this wheel
 
     @property
     def has_device_code(self) -> bool:
         return any(f.info.has_device_code for f in self.files if f.judged)
 
-    def all_problems(self) -> list[str]:
+    @property
+    def problems(self) -> list[str]:
+        """The input's own problems (each file's are the file's)."""
+        return [x.message for x in self.found if x.problem]
+
+    @property
+    def notes(self) -> list[str]:
+        return [x.message for x in self.found if not x.problem]
+
+    def all_findings(self) -> list[tuple[str, Finding]]:
+        """Every finding, the files' first, each with where it is: "input" or "input: file"."""
         out = []
         for f in self.files:
             where = self.path if f.path == self.path else f"{self.path}: {f.path}"
-            out += [f"{where}: {p}" for p in f.problems]
-        return out + [f"{self.path}: {p}" for p in self.problems]
+            out += [(where, x) for x in f.findings]
+        return out + [(self.path, x) for x in self.found]
+
+    def all_problems(self) -> list[str]:
+        return [f"{where}: {x.message}" for where, x in self.all_findings() if x.problem]
+
+    def problem_codes(self) -> list[Code]:
+        """The code of each of all_problems(), in the same order."""
+        return [x.code for _, x in self.all_findings() if x.problem]
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
-                "provenance": self.provenance, "notes": self.notes,
-                "files": [f.to_json() for f in self.files], "problems": self.all_problems()}
+                "provenance": None if self.provenance is None else dict(self.provenance.raw), "notes": self.notes,
+                "files": [f.to_json() for f in self.files], "problems": self.all_problems(),
+                "problem_codes": self.problem_codes(), "findings": [x.to_json() for x in self.found]}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     archs: list[str]
     archs_from: str
@@ -108,9 +143,15 @@ class Verdict:
         return [p for i in self.inputs for p in i.all_problems()]
 
     @property
+    def problem_codes(self) -> list[Code]:
+        """The code of each of `problems`, in the same order."""
+        return [c for i in self.inputs for c in i.problem_codes()]
+
+    @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problem_codes
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "archs": self.archs, "archs_from": self.archs_from,
-                "inputs": [i.to_json() for i in self.inputs], "problems": self.problems}
+                "inputs": [i.to_json() for i in self.inputs], "problems": self.problems,
+                "problem_codes": self.problem_codes}

@@ -13,8 +13,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import rocbuild.verify.archive as archive
 from rocbuild.errors import HostNotReady, UsageError
-from rocbuild.verify import archive
 from rocbuild.verify.archive import AR_MAGIC
 from rocbuild.verify.bundles import CCOB_MAGIC, MAGIC, find_bundles
 from rocbuild.verify.elf import ELF_MAGIC, ElfInfo, inspect_elf
@@ -33,10 +33,8 @@ def inspect_input(path: Path) -> InputFindings:
         raise UsageError(f"{path}: not a regular file (a device, FIFO or socket is never read)",
                          hint="give .whl files, shared libraries (.so) or folders holding them")
     if path.is_dir():
-        found = InputFindings(str(path), "folder")
-        for file in sorted(_walk(path)):
-            found.files += inspect_any(str(file.relative_to(path)), file, _head(file))
-        return found
+        inside = [f for file in sorted(_walk(path)) for f in inspect_any(str(file.relative_to(path)), file, _head(file))]
+        return InputFindings(str(path), "folder", tuple(inside))
     head = _head(path)
     if head != ELF_MAGIC and zipfile.is_zipfile(path):
         return _inspect_wheel(path)
@@ -48,11 +46,11 @@ def inspect_input(path: Path) -> InputFindings:
     machine = files[0].info.machine if len(files) == 1 else ""
     kind = ("archive" if head == AR_MAGIC[:4] else "bundle" if machine == "offload bundle"
             else "code object" if machine == "EM_AMDGPU" else "windows library" if head[:2] == PE_HEAD else "elf")
-    return InputFindings(str(path), kind, files=files)
+    return InputFindings(str(path), kind, files=tuple(files))
 
 
 def _inspect_wheel(path: Path) -> InputFindings:
-    found = InputFindings(str(path), "wheel")
+    files: list[FileFindings] = []
     try:
         with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="rocbuild-verify-") as tmp:
             for member in zf.infolist():
@@ -72,7 +70,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
                     if exc.errno == errno.ENOSPC:
                         _no_room(Path(tmp), member, path)
                     raise
-                found.files += inspect_any(member.filename, target, head)
+                files += inspect_any(member.filename, target, head)
                 target.unlink()
     except HostNotReady:
         raise
@@ -80,8 +78,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
         raise UsageError(f"{path}: not a readable wheel (zip): {exc}") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the wheel: {exc.strerror or exc}") from None
-    found.provenance = read_provenance(path)
-    return found
+    return InputFindings(str(path), "wheel", tuple(files), provenance=read_provenance(path))
 
 
 def _check_room(tmp: Path, member: zipfile.ZipInfo, wheel: Path) -> None:
@@ -99,8 +96,7 @@ def _no_room(tmp: Path, member: zipfile.ZipInfo, wheel: Path) -> None:
 
 
 def inspect_file(shown: str, path: Path) -> FileFindings:
-    info = inspect_elf(path, shown)
-    return FileFindings(shown, info, problems=list(info.problems))
+    return FileFindings(shown, inspect_elf(path, shown))
 
 
 def inspect_bundle(shown: str, path: Path) -> FileFindings:
@@ -110,7 +106,7 @@ def inspect_bundle(shown: str, path: Path) -> FileFindings:
         bundles, problems = find_bundles(mm, 0, len(mm), strict=True)
     info.bundles = [("(file)", b) for b in bundles]
     info.problems = problems
-    return FileFindings(shown, info, problems=list(problems))
+    return FileFindings(shown, info)
 
 
 def inspect_any(shown: str, path: Path, head: bytes) -> list[FileFindings]:
@@ -128,8 +124,7 @@ def inspect_any(shown: str, path: Path, head: bytes) -> list[FileFindings]:
 
 
 def inspect_windows(shown: str, path: Path) -> FileFindings:
-    info = inspect_pe(path)
-    return FileFindings(shown, info, problems=list(info.problems))
+    return FileFindings(shown, inspect_pe(path))
 
 
 def inspect_archive(shown: str, path: Path) -> list[FileFindings]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from rocbuild.verify.bundles import find_bundles
 from rocbuild.verify.codeobj import find_code_objects
 from rocbuild.verify.elf import ElfInfo, section_at
+from rocbuild.verify.finding import Finding
 
 PE_HEAD = b"MZ"
 MACHINES = {0x8664: "x86-64", 0xAA64: "arm64", 0x14C: "i386"}
@@ -33,13 +34,13 @@ def inspect_pe(path: Path) -> ElfInfo:
             info.needed = imports
             for name, offset, size in sections:
                 end = min(offset + size, len(mm))
-                bundles, problems = find_bundles(mm, offset, end, strict=bool(FATBIN_SECTION.match(name)))
+                bundles, problems = find_bundles(mm, offset, end, strict=bool(FATBIN_SECTION.match(name)), section=name)
                 info.bundles += [(name, b) for b in bundles]
-                info.problems += [f"{name}: {p}" for p in problems]
+                info.problems += problems
             skip = [(b.offset, b.offset + b.size) for _, b in info.bundles]
             info.code_objects += [(section_at(sections, co.offset), co) for co in find_code_objects(mm, 0, len(mm), skip)]
     except (ValueError, struct.error, IndexError) as exc:
-        info.problems.append(f"not a readable PE/COFF (Windows) file: {exc}")
+        info.problems.append(Finding("unreadable_pe", {"reason": str(exc)}))
     return info
 
 

@@ -1,15 +1,22 @@
-"""The rules verify judges by, one function each (the module docstring of verify/verdict.py lists them)."""
+"""The rules verify judges by, one function each (the module docstring of verify/verdict.py lists them).
+
+A rule reads what it is given and returns what it found (codes with data, verify/finding.py); `judge`
+assembles those into new findings. No rule edits what it is given: what was read is judged again,
+unchanged, by the next check of the same wheel."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from rocbuild.verify.bundles import TargetId, covers
 from rocbuild.verify.elf import RUNTIME_LIB
+from rocbuild.verify.finding import UNREADABLE, Code, Finding
 from rocbuild.verify.findings import FileFindings, InputFindings
 
 # Absolute paths that exist only on the machine that built the wheel.
@@ -38,7 +45,33 @@ def release_in_name(path: str) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
+def judge(read: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...] = (),
+          links: tuple[str, ...] = (), *, only: tuple[str, ...] = (), allow_cuda: bool = False, require: bool = True,
+          built_with: int | None = None) -> InputFindings:
+    """Every rule on one input, in order, their findings assembled into a new InputFindings. `only`:
+    globs of the files to judge (the rest are listed); `built_with`: the ROCm major of the build."""
+    marked = replace(read, files=tuple(replace(f, judged=not only or any(fnmatch.fnmatch(f.path, g) for g in only))
+                                       for f in read.files))
+    judged = [f for f in marked.files if f.judged]
+    named = named_files(marked.files, device_code_in)
+    linked = (named if device_code_in else [f for f in judged if f.info.has_device_code]) if links else []
+    files = []
+    for f in marked.files:
+        of_file = judge_file(f, targets, allow_cuda=allow_cuda) + carries_named_code(f, device_code_in)
+        if any(f is g for g in linked):
+            of_file += files_link(f, links)
+        files.append(replace(f, coverage=coverage(f, targets), found=f.found + of_file))
+    of_input = (code_objects_cover(judged, targets) + device_code_present(marked, judged, targets, require=require)
+                + unmatched_globs(marked.files, device_code_in) + judge_rocm_majors(marked, built_with))
+    return replace(marked, files=tuple(files), found=marked.found + of_input)
+
+
+def judged_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> FileFindings:
+    """One file judged on its own rules (doctor's check of the extensions installed in a Python)."""
+    return replace(f, coverage=coverage(f, targets), found=f.found + judge_file(f, targets, allow_cuda=allow_cuda))
+
+
+def judge_rocm_majors(found: InputFindings, built_with: int | None) -> tuple[Finding, ...]:
     """One ROCm major inside each library, and across the libraries loaded together; libraries named
     for a ROCm release (alternatives: the package loads the one that matches) each for their own.
 
@@ -48,169 +81,146 @@ def judge_rocm_majors(found: InputFindings, built_with: int | None) -> None:
     stale one from an earlier build."""
     alternatives = {f.path: release_in_name(f.path) for f in found.files if f.info.rocm_majors}
     together: dict[int, list[str]] = {}
+    out: list[Finding] = []
     for f in found.files:
         majors = f.info.rocm_majors
         if len(set(majors.values())) > 1:
-            found.problems.append(f"{f.path} mixes ROCm majors inside one library: " + ", ".join(
-                f"{lib} (ROCm {m})" for lib, m in sorted(majors.items())))
+            out.append(Finding("majors_in_library", {
+                "path": f.path, "libs": tuple((lib, str(m)) for lib, m in sorted(majors.items()))}))
             continue
         release = alternatives.get(f.path)
         if release is not None and majors:
-            _judge_alternative(found, f.path, release, majors)
+            out.append(_judge_alternative(f.path, release, majors))
             continue
         for lib, major in majors.items():
             together.setdefault(major, []).append(f"{f.path} links {lib}")
     if len(together) > 1:
-        found.problems.append("mixes ROCm majors: " + "; ".join(
-            f"ROCm {m}: {', '.join(sorted(set(w))[:3])}" for m, w in sorted(together.items()))
-            + " (a stale library from an earlier build?)")
-        return
-    _judge_claims(found, built_with, together, {p: r for p, r in alternatives.items() if r is not None})
+        out.append(Finding("majors_mixed", {"by_major": tuple((str(m), *sorted(set(w))[:3])
+                                                              for m, w in sorted(together.items()))}))
+        return tuple(out)
+    return (*out, *_judge_claims(found, built_with, together, {p: r for p, r in alternatives.items() if r is not None}))
 
 
-def _judge_alternative(found: InputFindings, path: str, release: tuple[int, int], majors: dict[str, int]) -> None:
+def _judge_alternative(path: str, release: tuple[int, int], majors: dict[str, int]) -> Finding:
     (lib, major), *_ = sorted(majors.items())
-    if major != release[0]:
-        found.problems.append(f"{path} is named for ROCm {release[0]}.{release[1]} but links ROCm {major} "
-                              f"libraries ({lib}): it cannot load there")
-    else:
-        found.notes.append(f"{path} serves ROCm {release[0]}.{release[1]} (links {lib}); the package loads "
-                           "the library for the ROCm it finds")
+    return Finding("alternative_wrong_major" if major != release[0] else "alternative_serves",
+                   {"path": path, "release": f"{release[0]}.{release[1]}", "major": major, "lib": lib})
+
+
+Claim = dict[str, str | int]  # who says which major: {"by": build | provenance | label, "claimed", "said"}
 
 
 def _judge_claims(found: InputFindings, built_with: int | None, together: dict[int, list[str]],
-                  alternatives: dict[str, tuple[int, int]]) -> None:
+                  alternatives: dict[str, tuple[int, int]]) -> tuple[Finding, ...]:
     """What the build says of itself (the ROCm it was built with, its provenance, its label) against
     what its libraries link. Alternatives answer to the build's own claims, not to a label."""
-    own: list[tuple[str, int]] = []
+    own: list[Claim] = []
     if built_with is not None:
-        own.append((f"it was built with ROCm {built_with}", built_with))
-    prov = found.provenance or {}
-    toolchain = ((prov.get("identity") or {}).get("toolchain") or {}) if isinstance(prov, dict) else {}
-    version = str(toolchain.get("rocm_version") or "")
-    if version[:1].isdigit() and built_with is None:
-        own.append((f"its provenance says it was built with ROCm {version}", int(version.split(".")[0])))
-    label: list[tuple[str, int]] = []
+        own.append({"by": "build", "claimed": built_with})
+    prov = found.provenance
+    if prov is not None and prov.rocm_major is not None and built_with is None:
+        own.append({"by": "provenance", "claimed": prov.rocm_major, "said": prov.rocm_version or ""})
+    label: list[Claim] = []
     if found.kind == "wheel":
         name = _local_label(Path(found.path).name)
         m = LABEL_MAJOR.search(name)
         if m:
-            label.append((f"its label +{name} says ROCm {m.group(1)}", int(m.group(1))))
+            label.append({"by": "label", "claimed": int(m.group(1)), "said": name})
+    out: list[Finding] = []
     if together:
         (major, where), = together.items()
-        for what, claimed in own + label:
-            if claimed != major:
-                found.problems.append(f"links ROCm {major} libraries ({where[0]}), but {what}: "
-                                      "built from a stale build folder or against another ROCm; rebuild with --clean")
+        out += [Finding("major_disagrees", {"major": major, "where": where[0], **claim})
+                for claim in own + label if claim["claimed"] != major]
     for path, (major, minor) in sorted(alternatives.items()):
-        for what, claimed in own:
-            if claimed != major:
-                found.problems.append(f"carries {path}, a library for ROCm {major}.{minor}, but {what}: a stale "
-                                      "library from an earlier build; rebuild with --clean")
+        out += [Finding("stale_alternative", {"path": path, "release": f"{major}.{minor}", **claim})
+                for claim in own if claim["claimed"] != major]
+    return tuple(out)
 
 
-def judge_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> None:
+def coverage(f: FileFindings, targets: list[TargetId]) -> dict[str, str]:
+    """Per wanted target, what covers it, or "missing"."""
+    return {str(wanted): why if ok else "missing" for wanted, ok, why in _covering(f, targets)}
+
+
+def _covering(f: FileFindings, targets: list[TargetId]) -> list[tuple[TargetId, bool, str]]:
+    """Per wanted target: is it covered, and why (or why not). Only a judged file with device code of
+    its own is judged by itself: code object files are judged together (code_objects_cover)."""
+    if not f.judged or not f.info.has_device_code or f.info.machine == "EM_AMDGPU":
+        return []
+    return [(wanted, *covers(f.info.targets, wanted)) for wanted in targets]
+
+
+def judge_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> tuple[Finding, ...]:
     """One ELF file's own rules: no CUDA library; its device code (if any) covers every target."""
+    out: list[Finding] = []
     leaked = leaked_build_paths(f.info.runpath or f.info.rpath)
     if leaked:
-        f.notes.append(f"its {'RUNPATH' if f.info.runpath else 'RPATH'} holds build-machine paths "
-                       f"({', '.join(leaked)}): harmless where they do not exist, a hijack risk where they do")
+        out.append(Finding("build_paths", {"which": "RUNPATH" if f.info.runpath else "RPATH", "paths": tuple(leaked)}))
     if not f.judged:
-        return
-    for lib in f.info.cuda:
-        if allow_cuda:
-            f.notes.append(f"links the CUDA library {lib} (allowed by --allow-cuda)")
-            continue
-        f.problems.append(f"links the CUDA library {lib}: it was built against CUDA, not ROCm "
-                          "(for a torch extension: a CUDA torch was in the build environment; for a "
-                          "multi-backend wheel, scope the check with --files or --allow-cuda)")
-    if f.info.has_device_code and f.info.machine != "EM_AMDGPU":  # code object files are judged together
-        have = f.info.targets
-        for wanted in targets:
-            ok, why = covers(have, wanted)
-            f.coverage[str(wanted)] = why if ok else "missing"
-            if not ok:
-                f.problems.append(f"{why}; rebuild with --arch including {wanted}")
+        return tuple(out)
+    out += [Finding("cuda_allowed" if allow_cuda else "links_cuda", {"lib": lib}) for lib in f.info.cuda]
+    out += [Finding("arch_missing", {"reason": why, "target": str(wanted)})
+            for wanted, ok, why in _covering(f, targets) if not ok]
+    return tuple(out)
 
 
-def judge(found: InputFindings, targets: list[TargetId], device_code_in: tuple[str, ...],
-          links: tuple[str, ...] = (), *, allow_cuda: bool = False, require: bool = True) -> None:
-    """Every rule on one input, in order; each adds its problems and notes to the findings."""
-    for f in found.files:
-        judge_file(f, targets, allow_cuda=allow_cuda)
-    judged = [f for f in found.files if f.judged]
-    code_objects_cover(found, judged, targets)
-    device_code_present(found, judged, targets, require=require)
-    named = named_files_carry_code(found, device_code_in)
-    if links:
-        files_link(named if device_code_in else [f for f in found.files if f.info.has_device_code and f.judged],
-                   links)
-
-
-def code_objects_cover(found: InputFindings, judged: list[FileFindings], targets: list[TargetId]) -> None:
+def code_objects_cover(judged: list[FileFindings], targets: list[TargetId]) -> tuple[Finding, ...]:
     """One code object holds one target: a package ships one file per target, judged together (with any
     other device code of the package, which its loader may pick from as well)."""
     loose = [f for f in judged if f.info.machine == "EM_AMDGPU" and f.info.has_device_code]
     if not loose:
-        return
+        return ()
     have = [t for f in judged for t in f.info.targets]
+    out = []
     for wanted in targets:
         ok, why = covers(have, wanted)
         if not ok:
-            found.problems.append(f"its {len(loose)} code object file(s) have {why}; rebuild with --arch "
-                                  f"including {wanted}")
+            out.append(Finding("code_objects_miss_arch", {"files": len(loose), "reason": why, "target": str(wanted)}))
+    return tuple(out)
 
 
 def device_code_present(found: InputFindings, judged: list[FileFindings], targets: list[TargetId], *,
-                        require: bool) -> None:
+                        require: bool) -> tuple[Finding, ...]:
     """Archs were asked for and nothing carries device code: a CPU-only build, or a runtime binding."""
-    unreadable = any("unreadable offload bundle" in p or "not a readable ELF" in p for f in judged for p in f.problems)
-    if not targets or found.has_device_code or unreadable:  # an unreadable bundle is its own cause
-        return
+    unreadable = any(x.code in UNREADABLE for f in judged for x in f.info.problems)
+    if not targets or found.has_device_code or unreadable:  # an unreadable file is its own cause
+        return ()
     runtime = sorted({lib for f in judged for lib in list(f.info.rocm) + f.info.loads if RUNTIME_LIB.match(lib)})
-    wanted = ", ".join(map(str, targets))
+    wanted = tuple(map(str, targets))
     if runtime:
-        what = (f"ships no GPU kernels of its own, but {'links' if any(f.info.rocm for f in judged) else 'loads'}"
-                f" the ROCm runtime ({', '.join(runtime)}): a runtime binding or JIT compiler needs no kernels")
-        if require:
-            found.problems.append(f"{what}; this build was meant to carry device code for {wanted} (was the HIP "
-                                  "backend of the project enabled?)")
-        else:
-            found.notes.append(what + f"; nothing to check for {wanted}")
-        return
-    n = len(judged)
-    if found.kind in ("elf", "bundle", "code object", "windows library"):
-        what = "carries no HIP device code (no offload bundle, no code object)"
-    elif n:
-        what = f"has no HIP device code: none of its {n} ELF file(s) carries an offload bundle or a code object"
-    else:
-        what = "holds no ELF file at all, so no HIP device code"
-    found.problems.append(f"{what}, and nothing in it links the ROCm runtime, but {wanted} requested: "
-                          "a CPU-only build (was the HIP/ROCm backend of the project enabled?)")
+        how = "links" if any(f.info.rocm for f in judged) else "loads"
+        code: Code = "runtime_only_unwanted" if require else "runtime_only"
+        return (Finding(code, {"how": how, "runtime": tuple(runtime), "targets": wanted}),)
+    return (Finding("cpu_only", {"kind": found.kind, "files": len(judged), "targets": wanted}),)
 
 
-def named_files_carry_code(found: InputFindings, device_code_in: tuple[str, ...]) -> list[FileFindings]:
-    """The files the recipe's globs name exist and carry device code; returns them in the order found."""
+def named_files(files: Sequence[FileFindings], device_code_in: tuple[str, ...]) -> list[FileFindings]:
+    """The files the recipe's globs name, in the order the globs name them."""
     named: list[FileFindings] = []
     for pattern in device_code_in:
-        matched = [f for f in found.files if fnmatch.fnmatch(f.path, pattern)]
-        if not matched:
-            found.problems.append(f"no ELF file matches {pattern!r}, which must carry device code")
-        for f in matched:
-            if not f.info.has_device_code:
-                f.problems.append(f"carries no device code (it matches {pattern!r}, which must)")
-            if f not in named:
-                named.append(f)
+        named += [f for f in files if fnmatch.fnmatch(f.path, pattern) and not any(f is g for g in named)]
     return named
 
 
-def files_link(files: list[FileFindings], links: tuple[str, ...]) -> None:
-    """Each of `files` needs (DT_NEEDED) every library of `links`: a ROCm build of the extension."""
-    for f in files:
-        for lib in links:
-            if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed):
-                f.problems.append(f"does not link {lib} (DT_NEEDED: {', '.join(f.info.needed) or 'none'}): "
-                                  "not a ROCm build of this extension")
+def unmatched_globs(files: Sequence[FileFindings], device_code_in: tuple[str, ...]) -> tuple[Finding, ...]:
+    """Each glob of the recipe's names some file."""
+    return tuple(Finding("no_file_matches", {"pattern": pattern}) for pattern in device_code_in
+                 if not any(fnmatch.fnmatch(f.path, pattern) for f in files))
+
+
+def carries_named_code(f: FileFindings, device_code_in: tuple[str, ...]) -> tuple[Finding, ...]:
+    """A file a glob of the recipe's names carries device code."""
+    if f.info.has_device_code:
+        return ()
+    return tuple(Finding("named_file_no_code", {"pattern": pattern}) for pattern in device_code_in
+                 if fnmatch.fnmatch(f.path, pattern))
+
+
+def files_link(f: FileFindings, links: tuple[str, ...]) -> tuple[Finding, ...]:
+    """A file with device code (or one the recipe names) needs (DT_NEEDED) every library of `links`:
+    a ROCm build of the extension."""
+    return tuple(Finding("missing_link", {"lib": lib, "needed": tuple(f.info.needed)}) for lib in links
+                 if not any(n == lib or n.startswith(lib + ".so") for n in f.info.needed))
 
 
 def _local_label(wheel_name: str) -> str:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rocbuild.verify.pe import is_windows_code
+from rocbuild.verify.provenance import Provenance
 from rocbuild.verify.verdict import FileFindings, Verdict
 
 
@@ -17,7 +16,7 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
         lines.append(f"archs: none to check against ({verdict.archs_from}); device code is listed, not judged")
     for found in verdict.inputs:
         lines.append(f"{found.path}  [{found.kind}]")
-        if found.provenance:
+        if found.provenance is not None and found.provenance.raw:
             lines.append("  " + _provenance_line(found.provenance))
         shown = [f for f in found.files if not quiet_files or _interesting(f)]
         for f in shown:
@@ -51,17 +50,12 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
     return "\n".join(lines)
 
 
-def _provenance_line(p: dict[str, Any]) -> str:
-    identity = p.get("identity") or {}
-    src = identity.get("source") or {}
-    recipe = identity.get("recipe") or {}
-    toolchain = identity.get("toolchain") or {}
-    kind = src.get("kind")
-    origin = (f"commit {str(src.get('identity'))[:12]}" if kind == "git" else
-              f"the sdist {str(src.get('identity')).split(' sha256:')[0]}" if kind == "sdist" else "a source folder")
-    return (f"built by rocbuild {p.get('rocbuild')} from recipe {recipe.get('name')} {recipe.get('version')} "
-            f"({origin}) for {', '.join(identity.get('archs') or [])} with ROCm {toolchain.get('rocm_version')} "
-            f"at {toolchain.get('rocm_path')}, {p.get('built_at')} (build key {str(p.get('build_key'))[:16]})")
+def _provenance_line(p: Provenance) -> str:
+    origin = (f"commit {str(p.source)[:12]}" if p.source_kind == "git" else
+              f"the sdist {str(p.source).split(' sha256:')[0]}" if p.source_kind == "sdist" else "a source folder")
+    return (f"built by rocbuild {p.rocbuild} from recipe {p.recipe} {p.recipe_version} "
+            f"({origin}) for {', '.join(p.archs)} with ROCm {p.rocm_version} "
+            f"at {p.rocm_path}, {p.built_at} (build key {str(p.build_key)[:16]})")
 
 
 def _interesting(f: FileFindings) -> bool:

@@ -12,20 +12,28 @@ Rules:
   embedded in a library's data, or a code object / bundle file of its own;
   the ROCm runtime's own helper kernels do not count;
 - `device_code_in` globs name files that must exist and carry device code;
-- `links` names libraries those files (else every file with device code) must need (DT_NEEDED).
+- `links` names libraries those files (else every file with device code) must need (DT_NEEDED);
+- one ROCm major inside each library and across the libraries loaded together,
+  and the same one the build says of itself (the ROCm it was built with, its
+  provenance, its label); a library named for a ROCm release answers for that
+  release alone;
+- a RUNPATH/RPATH holding build-machine paths is noted, not failed.
+
+Each rule (verify/rules.py) returns findings: a code and its data
+(verify/finding.py, where the words for each are). What passes is decided on
+the codes, never on the words; what was read is never edited, only judged into
+new findings.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import replace
 from pathlib import Path
 
 from rocbuild.errors import UsageError
 from rocbuild.verify.bundles import BundleError, TargetId, deep_check
 from rocbuild.verify.findings import FileFindings, InputFindings, Verdict
 from rocbuild.verify.inputs import inspect_input
-from rocbuild.verify.rules import judge, judge_rocm_majors
+from rocbuild.verify.rules import judge
 
 
 def parse_targets(archs: list[str]) -> list[TargetId]:
@@ -54,36 +62,23 @@ def verify_paths(paths: list[Path], archs: list[str], archs_from: str = "--arch"
     token = deep_check.set(deep)
     try:
         for path in paths:
-            inputs.append(_verify_one(Path(path), targets, device_code_in, links, rocm_major, only, allow_cuda,
-                                      require_device_code, inspected))
+            read = _read(Path(path), inspected)
+            inputs.append(judge(read, targets, device_code_in, links, only=only, allow_cuda=allow_cuda,
+                                require=require_device_code, built_with=rocm_major))
     finally:
         deep_check.reset(token)
     return Verdict(list(archs), archs_from, inputs)
 
 
-def _verify_one(path: Path, targets: list[TargetId], device_code_in: tuple[str, ...], links: tuple[str, ...],
-                rocm_major: int | None, only: tuple[str, ...], allow_cuda: bool, require: bool,
-                inspected: dict[Path, InputFindings] | None) -> InputFindings:
+def _read(path: Path, inspected: dict[Path, InputFindings] | None) -> InputFindings:
+    """What `path` holds, read once per `inspected` (judging never changes it, so it is kept as read)."""
     memo = inspected if inspected is not None and not deep_check.get() else None  # --deep reads everything
     if memo is not None and path in memo:
-        found = unjudged(memo[path])
-    else:
-        found = inspect_input(path)
-        if memo is not None:
-            memo[path] = unjudged(found)
-    for f in found.files:
-        f.judged = not only or any(fnmatch.fnmatch(f.path, g) for g in only)
-    judge(found, targets, device_code_in, links, allow_cuda=allow_cuda, require=require)
-    judge_rocm_majors(found, rocm_major)
+        return memo[path]
+    found = inspect_input(path)
+    if memo is not None:
+        memo[path] = found
     return found
-
-
-def unjudged(found: InputFindings) -> InputFindings:
-    """A copy of what was read, before any rule wrote its verdict into it; what was read (each
-    file's info) is shared, as rules only read it."""
-    files = [replace(f, coverage=dict(f.coverage), problems=list(f.problems), notes=list(f.notes))
-             for f in found.files]
-    return replace(found, files=files, problems=list(found.problems), notes=list(found.notes))
 
 
 __all__ = ["BundleError", "FileFindings", "InputFindings", "Verdict", "verify_paths"]
