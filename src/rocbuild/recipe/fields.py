@@ -8,11 +8,9 @@ PEP 440 versions, paths that stay in the tree) and say where a value is wrong an
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
-import inspect
-import textwrap
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -46,18 +44,28 @@ def spec(shape: ShapeSpec, *, key: str | None = None, place: Place = "body") -> 
 
 @dataclass(frozen=True)
 class Key:
-    """One YAML key of a mapping, as the loader, the schema and the docs see it."""
+    """One YAML key of a mapping, as the loader, the schema and the docs see it. The loader needs its name
+    and whether it is required; its doc and shape (read from source, built from other classes) are made
+    when the schema or the reference asks, so loading a recipe pays for neither."""
 
     name: str
     required: bool
-    doc: str
-    shape: Shape
     field: str  # the dataclass field that holds it
+    spec: ShapeSpec
+    owner: type | None = None  # the class whose docstrings document it
+    fixed_doc: str = ""
+
+    @property
+    def doc(self) -> str:
+        return self.fixed_doc or (field_docs(self.owner).get(self.field, "") if self.owner is not None else "")
+
+    @property
+    def shape(self) -> Shape:
+        return resolve(self.spec)
 
 
 def keys_of(cls: type, place: Place = "body") -> dict[str, Key]:
     """The keys a recipe class declares at one place, in declaration order (base classes first)."""
-    docs = field_docs(cls)
     out = {}
     for f in dataclasses.fields(cls):
         declared = f.metadata.get("recipe")
@@ -66,7 +74,7 @@ def keys_of(cls: type, place: Place = "body") -> dict[str, Key]:
         shape, key, _ = declared
         name = key or f.name.rstrip("_").replace("_", "-")
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out[name] = Key(name, required, docs.get(f.name, ""), resolve(shape), f.name)
+        out[name] = Key(name, required, f.name, shape, cls)
     return out
 
 
@@ -97,7 +105,7 @@ def required(section: dict[str, Key]) -> dict[str, bool]:
 
 def class_doc(cls: type) -> str:
     """The first paragraph of a class's docstring, on one line: what its kind key means."""
-    return " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 @functools.cache
@@ -106,21 +114,35 @@ def field_docs(cls: type) -> dict[str, str]:
     the source: what the schema and the reference say of the key."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__[:-1]):
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError):  # no source (a frozen build): the keys stay undocumented
+        docs.update(_module_docs(klass.__module__).get(klass.__qualname__, {}))
+    return docs
+
+
+@functools.cache
+def _module_docs(module: str) -> dict[str, dict[str, str]]:
+    """Class name -> field -> docstring, for every class of a module (its source parsed once)."""
+    import ast  # only the schema and the reference read docstrings
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
+    except (OSError, TypeError, KeyError):  # no source (a frozen build): the keys stay undocumented
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for klass in tree.body:
+        if not isinstance(klass, ast.ClassDef):
             continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for node, after in zip(body, body[1:]):
+        docs = out.setdefault(klass.name, {})
+        for node, after in zip(klass.body, klass.body[1:]):
             if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
                     and isinstance(after.value.value, str)):
                 docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
+    return out
 
 
 def _leaf(name: str, required: bool, doc: str, shape: Shape) -> Key:
-    return Key(name, required, doc, shape, name)
+    return Key(name, required, name, shape, fixed_doc=doc)
 
 
 # The small mappings a list item or an env value may be instead of a plain string: YAML forms of a
@@ -155,8 +177,8 @@ def body_shape(cls: type) -> Shape:
 
 def kind_keys(classes: tuple[type, ...]) -> dict[str, Key]:
     """Each entry class's kind key: required (an entry has exactly one), documented by the class."""
-    return {cls.KIND: Key(cls.KIND, True, class_doc(cls), body_shape(cls), "")  # type: ignore[attr-defined]
-            for cls in classes}
+    return {cls.KIND: Key(cls.KIND, True, "", functools.partial(body_shape, cls),  # type: ignore[attr-defined]
+                          fixed_doc=class_doc(cls)) for cls in classes}
 
 
 def entries(classes: tuple[type, ...]) -> Shape:

@@ -54,8 +54,8 @@ VERIFY_COMMON: Section = {**keys_of(CheckEntry, "beside"), **{k: v for cls in CH
                                                               for k, v in keys_of(cls, "beside").items()}}
 # The keys of the file format itself, which the loaded Recipe does not keep: its version, and what it extends.
 FORMAT: Section = {
-    "schema": Key("schema", True, "the recipe format's version", {"const": SCHEMA_VERSION}, ""),
-    "extends": Key("extends", False, "another recipe (by name or path) this one changes",
-                   {"type": ["string", "number"]}, ""),
+    "schema": Key("schema", True, "", {"const": SCHEMA_VERSION}, fixed_doc="the recipe format's version"),
+    "extends": Key("extends", False, "", {"type": ["string", "number"]},
+                   fixed_doc="another recipe (by name or path) this one changes"),
 }
 TOP: Section = {"schema": FORMAT["schema"], **keys_of(Recipe), "extends": FORMAT["extends"]}

@@ -88,8 +88,8 @@ class Source:
 
 
 TORCH: Shape = {"anyOf": [{"const": "rocm"}, obj({
-    "value": Key("value", True, "rocm", {"const": "rocm"}, "value"),
-    "when": Key("when", False, "needed when this renders true", WHEN, "when")})]}
+    "value": Key("value", True, "value", {"const": "rocm"}, fixed_doc="rocm"),
+    "when": Key("when", False, "when", WHEN, fixed_doc="needed when this renders true")})]}
 
 
 @dataclass(frozen=True, kw_only=True)
