@@ -55,11 +55,19 @@ def test_plan_builds_against_the_target_torch(cli, tmp_path, rocm61, recipe, for
 @pytest.mark.parametrize("recipe, pins, ref, commit", [
     ("mamba-ssm", "current", "v2.3.2.post1", "a14b1dff0454a3bc27d9eb31355dc01e4b2490ec"),
     ("mamba-ssm", "torch2.4", "v2.2.4", "95d8aba8a8c75aedcaa6143713b11e745e7cd0d9"),
-    ("causal-conv1d", "torch2.4", "v1.5.0.post8", "82867a9d2e6907cc0f637ac6aff318f696838548"),
 ])
 def test_pins_option_picks_the_release(cli, tmp_path, rocm61, recipe, pins, ref, commit):
     plan = plan_json(cli, recipe, "--arch", "gfx90a", "--rocm", rocm61, "--set", f"pins={pins}")
     assert (plan["source"]["ref"], plan["source"]["commit"]) == (ref, commit)
+
+
+def test_causal_conv1d_builds_its_pinned_sdist_with_torchs_arch_and_rocm_home(cli, tmp_path, rocm61):
+    """From PyPI's 1.7.0 sdist (no git hosting needed), PYTORCH_ROCM_ARCH set (torch >= 2.14 passes an empty
+    --offload-arch= without it when no GPU is visible), and ROCM_HOME the ROCm prefix."""
+    plan = plan_json(cli, "causal-conv1d", "--arch", "gfx90a,gfx1100", "--rocm", rocm61)
+    assert plan["source"]["kind"] == "sdist" and plan["source"]["requirement"] == "causal-conv1d==1.7.0"
+    assert plan["source"]["sha256"] == "3202758494eaa7b597ce1c282dfa188889506bfcb92cad3c407d26736bfcd32b"
+    assert plan["env"]["PYTORCH_ROCM_ARCH"] == "gfx90a;gfx1100" and plan["env"]["ROCM_HOME"] == str(rocm61)
 
 
 def test_rocm60_header_fix_goes_into_the_tree_never_the_install(cli, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +44,10 @@ def register(sub: Subparsers) -> None:
                                                "(shared)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("command", nargs="*", metavar="COMMAND")
+    p = action(acts, COMMAND, "torch", cmd_torch, "make a build-only ROCm torch in a root (from Debian's torch and its "
+                                                   "own hipify): for compiling torch extensions, never for running them")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--dry-run", action="store_true", help="print what it would install and run; change nothing")
     p = action(acts, COMMAND, "suites", cmd_suites, "which Debian suite carries which ROCm release now")
     _mirror(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -101,6 +106,46 @@ def cmd_install(args: argparse.Namespace, inv: Invocation) -> int:
     if not args.packages:
         raise UsageError(f"usage: rocbuild root install {args.name} PACKAGE...")
     return install_packages(root, args.packages, Progress(), inv.environ)
+
+
+def cmd_torch(args: argparse.Namespace, inv: Invocation) -> int:
+    """On this machine: Debian's torch and the headers it needs go into the root, then the same command
+    runs inside it and makes the kit there (torchkit/make.py)."""
+    import rocbuild.roots.enter as enter
+    from rocbuild.paths import cache_root
+    from rocbuild.progress import Progress
+    from rocbuild.roots.apt import apt_commands, install_packages
+    from rocbuild.roots.store import find_root
+    from rocbuild.torchkit.kit import KIT_PACKAGES
+
+    if inv.root is not None:
+        return _make_kit(args, inv)
+    root = find_root(args.name)
+    if args.dry_run:
+        for argv in apt_commands(KIT_PACKAGES, root.apt_target):
+            print(json.dumps(argv))
+    else:
+        install_packages(root, KIT_PACKAGES, Progress(), inv.environ)
+    shares = [enter.Share(cache_root().resolve(), True, "the cache folder")]
+    return enter.run_inside(root, list(inv.argv), shares, inv.environ)
+
+
+def _make_kit(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.process.runner import Runner
+    from rocbuild.progress import Progress
+    from rocbuild.torchkit.make import make_kit, plan_here
+
+    plan = plan_here(dict(inv.environ))
+    if args.dry_run:
+        print(f"# in root {args.name}: a build-only ROCm torch {plan.info.version} at {plan.folder}")
+        for label, argv in plan.commands:
+            print(f"{label}: {json.dumps(list(argv))}")
+        return 0
+    python = make_kit(plan, Runner(), Progress())
+    print(python)
+    print(f"use it: rocbuild RECIPE --root {args.name} --python {python} --arch gfx1100 (wheels built against it "
+          "link like a ROCm torch's but cannot be imported anywhere)", file=sys.stderr)
+    return 0
 
 
 def cmd_suites(args: argparse.Namespace, inv: Invocation) -> int:

@@ -17,6 +17,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--by-rocm", action="store_true",
                    help="one index per ROCm release, WHEELHOUSE/rocmX.Y/simple, from each wheel's +rocmX.Y label "
                         "(pip then gets the build for its ROCm, never the highest label of all)")
+    _allow_build_only(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_index)
 
@@ -27,8 +28,14 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--exclude", action="append", default=[], metavar="SONAME",
                    help="another library to leave out (wildcards: libfoo.so.*), besides ROCm's and torch's")
     p.add_argument("--plat", metavar="TAG", help="the platform tag to ask for (default: the best the wheel satisfies)")
+    _allow_build_only(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=cmd_repair)
+
+
+def _allow_build_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-build-only", action="store_true",
+                   help="take wheels built against a build-only torch (`rocbuild root torch`) too: they load nowhere")
 
 
 def cmd_index(args: argparse.Namespace, inv: Invocation) -> int:
@@ -37,7 +44,7 @@ def cmd_index(args: argparse.Namespace, inv: Invocation) -> int:
     if args.by_rocm:
         if args.output:
             raise UsageError("--by-rocm writes WHEELHOUSE/rocmX.Y/simple: leave out -o")
-        indexes = build_rocm_indexes(Path(args.wheelhouse))
+        indexes = build_rocm_indexes(Path(args.wheelhouse), allow_build_only=args.allow_build_only)
         if args.json:
             dump({release: {"index": str(folder), "url": folder.as_uri() + "/", "projects": projects}
                   for release, (folder, projects) in indexes.items()})
@@ -46,7 +53,8 @@ def cmd_index(args: argparse.Namespace, inv: Invocation) -> int:
             count = sum(len(w) for w in projects.values())
             print(f"ROCm {release}: {count} wheel(s) of {', '.join(sorted(projects))}: {folder}")
         return 0
-    folder, projects = build_index(Path(args.wheelhouse), Path(args.output) if args.output else None)
+    folder, projects = build_index(Path(args.wheelhouse), Path(args.output) if args.output else None,
+                                   allow_build_only=args.allow_build_only)
     if args.json:
         dump({"index": str(folder), "url": folder.as_uri() + "/", "projects": projects})
         return 0
@@ -64,7 +72,8 @@ def cmd_repair(args: argparse.Namespace, inv: Invocation) -> int:
         wheel = Path(name)
         out = Path(args.out) if args.out else wheel.parent / "repaired"
         print(f"repairing {wheel.name} (auditwheel, ROCm and torch libraries left out)", file=sys.stderr)
-        done.append(repair(wheel, out, inv.environ, extra_exclude=tuple(args.exclude), plat=args.plat))
+        done.append(repair(wheel, out, inv.environ, extra_exclude=tuple(args.exclude), plat=args.plat,
+                           allow_build_only=args.allow_build_only))
     if args.json:
         dump([r.to_json() for r in done])
         return 0

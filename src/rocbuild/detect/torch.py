@@ -69,6 +69,10 @@ class TorchInfo:
     hip: str | None  # torch.version.hip, e.g. "6.1.40091-a8dbc0c19"
     cuda: str | None  # torch.version.cuda, e.g. "12.1"
     error: str | None = None
+    # A build-only ROCm torch (`rocbuild root torch`): headers and link-only libraries, never importable
+    # with its extensions; its version.py says so, and where its ROCm home of links is.
+    build_only: bool = False
+    rocm_home: str | None = None
 
     @property
     def flavour(self) -> str:
@@ -97,11 +101,13 @@ class TorchInfo:
                 "cuda": f"a CUDA build (torch.version.cuda={self.cuda}, torch.version.hip=None)",
                 "cpu": "a CPU-only build (torch.version.hip and torch.version.cuda are None)",
                 "unknown": f"unreadable ({self.error})"}[self.flavour]
-        return f"torch {self.version or '?'} at {self.path} is {what}"
+        kind = " (build-only: for compiling extensions, never for running them)" if self.build_only else ""
+        return f"torch {self.version or '?'} at {self.path} is {what}{kind}"
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "version": self.version, "hip": self.hip, "cuda": self.cuda,
-                "flavour": self.flavour, "rocm_version": self.rocm_version, "error": self.error}
+                "flavour": self.flavour, "rocm_version": self.rocm_version, "error": self.error,
+                **({"build_only": True, "rocm_home": self.rocm_home} if self.build_only else {})}
 
 
 @dataclass
@@ -132,7 +138,8 @@ def parse_probe(text: str) -> PythonEnv:
             value = fields.get(name)
             return value if isinstance(value, str) and value else None
 
-        torch = TorchInfo(t["path"], text_field("__version__"), text_field("hip"), text_field("cuda"), t.get("error"))
+        torch = TorchInfo(t["path"], text_field("__version__"), text_field("hip"), text_field("cuda"), t.get("error"),
+                          build_only=fields.get("build_only") is True, rocm_home=text_field("rocm_home"))
     return PythonEnv(data["executable"], data["python"], list(data.get("site_packages", [])), torch,
                      bool(data.get("externally_managed")))
 

@@ -124,7 +124,10 @@ class TargetPython:
 def torch_record(torch: TorchInfo | None) -> dict[str, str | None]:
     if torch is None:
         return {"version": None, "hip": None, "cuda": None}
-    return {"version": torch.version, "hip": torch.hip, "cuda": torch.cuda}
+    record: dict[str, str | None] = {"version": torch.version, "hip": torch.hip, "cuda": torch.cuda}
+    if torch.build_only:  # headers and link-only libraries: what is built against it cannot be imported
+        record["build_only"] = "true"
+    return record
 
 
 @dataclass(frozen=True)

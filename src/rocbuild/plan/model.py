@@ -25,6 +25,8 @@ from rocbuild.recipe.model import Recipe, StepKind
 from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 
 PYTHON_ALIASES = ("python", "python3")
+# The last part of the local version of every wheel built against a build-only torch (`rocbuild root torch`).
+BUILD_ONLY_LABEL = "buildonly"
 # A verify `import:` entry: import one module by name, from the scratch install.
 IMPORT_ONE = "import importlib, sys; importlib.import_module(sys.argv[1]); print('imported', sys.argv[1])"
 # Where the location-free rendering behind a build identity pretends to work: no real folder, the

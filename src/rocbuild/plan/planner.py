@@ -20,6 +20,7 @@ from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
 from rocbuild.paths import WorkDirs, cache_root, mirror_path
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, make_build_env
 from rocbuild.plan.model import (
+    BUILD_ONLY_LABEL,
     CANONICAL_ROOT,
     IMPORT_ONE,
     LOCATION_ENV,
@@ -246,7 +247,15 @@ def _ccache_env(ccache: str, ccache_dir: Path, work: WorkDirs, path: str) -> dic
 
 
 def _local_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
-    """`+rocm6.1` by default; the recipe's `local-version` or --local-version change or drop it."""
+    """`+rocm6.1` by default; the recipe's `local-version` or --local-version change or drop it. Against a
+    build-only torch it always ends in `buildonly`, whatever was asked: such a wheel loads nowhere."""
+    label = _asked_label(recipe, host, r, override)
+    if host.torch is None or not host.torch.build_only or label.split(".")[-1:] == [BUILD_ONLY_LABEL]:
+        return label
+    return f"{label}.{BUILD_ONLY_LABEL}" if label else BUILD_ONLY_LABEL
+
+
+def _asked_label(recipe: Recipe, host: Host, r: Renderer, override: str | None) -> str:
     if override is not None:
         return override
     if recipe.local_version is None:

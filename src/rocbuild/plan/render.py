@@ -67,6 +67,18 @@ class TorchView:
         return RocmVersion(info.version if info is not None and info.version else "0")
 
     @property
+    def build_only(self) -> bool:
+        """A build-only ROCm torch (`rocbuild root torch`): wheels built against it cannot be imported."""
+        info = self._info()
+        return info is not None and info.build_only
+
+    @property
+    def rocm_home(self) -> str:
+        """The ROCm home a build-only torch brings for cpp_extension's ROCM_HOME ("" otherwise)."""
+        info = self._info()
+        return info.rocm_home or "" if info is not None else ""
+
+    @property
     def flavour(self) -> str:
         """rocm | cuda | cpu | unknown | none."""
         info = self._info()

@@ -20,11 +20,16 @@ Code = Literal[
     "code_objects_miss_arch", "runtime_only", "runtime_only_unwanted", "cpu_only", "no_file_matches",
     "majors_in_library", "majors_mixed", "alternative_wrong_major", "alternative_serves", "major_disagrees",
     "stale_alternative",
+    # what the wheel says of itself
+    "build_only_torch",
 ]
 CODES: tuple[Code, ...] = get_args(Code)
 
 # Worth knowing, not a failure; every other code is a problem.
-NOTES: frozenset[Code] = frozenset({"build_paths", "cuda_allowed", "runtime_only", "alternative_serves"})
+NOTES: frozenset[Code] = frozenset({"build_paths", "cuda_allowed", "runtime_only", "alternative_serves",
+                                    "build_only_torch"})
+# Said of a build against a build-only ROCm torch (`rocbuild root torch`), by verify and by the build's checks.
+BUILD_ONLY_NOTE = "built against a build-only torch"
 # The file could not be read: that is the cause of whatever seems missing from it.
 UNREADABLE: frozenset[Code] = frozenset({"unreadable_bundle", "unreadable_elf"})
 
@@ -135,6 +140,9 @@ MESSAGES: dict[Code, Callable[[Finding], str]] = {
                                + " (a stale library from an earlier build?)"),
     "alternative_wrong_major": lambda f: (f"{f.text('path')} is named for ROCm {f.text('release')} but links ROCm "
                                           f"{f.number('major')} libraries ({f.text('lib')}): it cannot load there"),
+    "build_only_torch": lambda f: (f"{BUILD_ONLY_NOTE} (torch {f.text('torch')}, HIP {f.text('hip')}): import not "
+                                   "tried; its torch libraries hold no code, so it loads nowhere: rebuild against a "
+                                   "real ROCm torch to run it"),
     "alternative_serves": lambda f: (f"{f.text('path')} serves ROCm {f.text('release')} (links {f.text('lib')}); "
                                      "the package loads the library for the ROCm it finds"),
     "major_disagrees": lambda f: (f"links ROCm {f.number('major')} libraries ({f.text('where')}), but {_claim(f)}: "

@@ -16,6 +16,7 @@ from rocbuild.errors import StepFailed
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
+from rocbuild.verify.finding import BUILD_ONLY_NOTE
 from rocbuild.verify.install import install_wheels
 
 if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without wheels never needs them
@@ -67,16 +68,29 @@ class Checker:
                     if not self.plan.host.gpu.usable:
                         self.progress.skipped(label, f"import {check.module} not tried: {self.plan.host.gpu.reason}")
                         continue
+                    if self._build_only(label):
+                        continue
                     if installed is None:
                         installed = self._install(wheels)
                     self._run_command(check, installed, wheels)
                 case CommandCheck():
+                    if self._build_only(label):
+                        continue
                     if installed is None:
                         installed = self._install(wheels)
                     self._run_command(check, installed, wheels)
                 case _:
                     assert_never(check)
         return verdict
+
+    def _build_only(self, label: str) -> bool:
+        """Against a build-only torch the wheels' modules cannot load (its libraries hold no code): the
+        checks that run them are skipped, saying so, and the rest still judge the wheels."""
+        torch = self.plan.host.torch
+        if torch is None or not torch.build_only:
+            return False
+        self.progress.skipped(label, f"{BUILD_ONLY_NOTE}: import not tried")
+        return True
 
     def _code_objects(self, check: CodeObjectsCheck, wheels: list[Path]) -> Verdict:
         from rocbuild.verify.text import format_verdict

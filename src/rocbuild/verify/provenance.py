@@ -30,6 +30,9 @@ class Provenance:
     archs: tuple[str, ...] = ()
     rocm_version: str | None = None
     rocm_path: str | None = None
+    torch_version: str | None = None  # the target python's torch it was built against
+    torch_hip: str | None = None
+    torch_build_only: bool = False  # a build-only ROCm torch (`rocbuild root torch`): it cannot be imported
 
     @property
     def rocm_major(self) -> int | None:
@@ -40,6 +43,7 @@ class Provenance:
 def parse_provenance(data: Mapping[str, Any]) -> Provenance:
     identity = _mapping(data.get("identity"))
     source, recipe, toolchain = (_mapping(identity.get(k)) for k in ("source", "recipe", "toolchain"))
+    torch = _mapping(_mapping(identity.get("python")).get("torch"))
     archs = identity.get("archs")
     return Provenance(
         raw=data, rocbuild=_text(data.get("rocbuild")), built_at=_text(data.get("built_at")),
@@ -47,7 +51,9 @@ def parse_provenance(data: Mapping[str, Any]) -> Provenance:
         recipe_version=_text(recipe.get("version")), source_kind=_text(source.get("kind")),
         source=_text(source.get("identity")),
         archs=tuple(str(a) for a in archs) if isinstance(archs, list) else (),
-        rocm_version=_text(toolchain.get("rocm_version")), rocm_path=_text(toolchain.get("rocm_path")))
+        rocm_version=_text(toolchain.get("rocm_version")), rocm_path=_text(toolchain.get("rocm_path")),
+        torch_version=_text(torch.get("version")), torch_hip=_text(torch.get("hip")),
+        torch_build_only=torch.get("build_only") in (True, "true"))
 
 
 def read_provenance(wheel: Path) -> Provenance | None:

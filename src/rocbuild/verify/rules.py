@@ -62,8 +62,17 @@ def judge(read: InputFindings, targets: list[TargetId], device_code_in: tuple[st
             of_file += files_link(f, links)
         files.append(replace(f, coverage=coverage(f, targets), found=f.found + of_file))
     of_input = (code_objects_cover(judged, targets) + device_code_present(marked, judged, targets, require=require)
-                + unmatched_globs(marked.files, device_code_in) + judge_rocm_majors(marked, built_with))
+                + unmatched_globs(marked.files, device_code_in) + judge_rocm_majors(marked, built_with)
+                + built_against(marked))
     return replace(marked, files=tuple(files), found=marked.found + of_input)
+
+
+def built_against(found: InputFindings) -> tuple[Finding, ...]:
+    """What its provenance says it was built against that decides where it can run."""
+    prov = found.provenance
+    if prov is None or not prov.torch_build_only:
+        return ()
+    return (Finding("build_only_torch", {"torch": prov.torch_version or "?", "hip": prov.torch_hip or "?"}),)
 
 
 def judged_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> FileFindings:

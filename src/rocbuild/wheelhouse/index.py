@@ -21,6 +21,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from rocbuild.errors import UsageError
 from rocbuild.fsutil import file_sha256
+from rocbuild.wheelhouse.publishable import refuse_build_only
 
 PAGE = ('<!DOCTYPE html>\n<html>\n<head>\n<meta name="pypi:repository-version" content="1.0">\n'
         "<title>{title}</title>\n</head>\n<body>\n<h1>{title}</h1>\n{links}</body>\n</html>\n")
@@ -29,18 +30,19 @@ PAGE = ('<!DOCTYPE html>\n<html>\n<head>\n<meta name="pypi:repository-version" c
 ROCM_LABEL = re.compile(r"^rocm(\d+\.\d+)(?:\.|$)")
 
 
-def build_index(wheelhouse: Path, out: Path | None = None) -> tuple[Path, dict[str, list[str]]]:
+def build_index(wheelhouse: Path, out: Path | None = None, *,
+                allow_build_only: bool = False) -> tuple[Path, dict[str, list[str]]]:
     """Write the index; returns its folder and the wheels listed under each project."""
-    projects = _projects(wheelhouse)
+    projects = _projects(wheelhouse, allow_build_only)
     return _write(projects, (out or wheelhouse / "simple").absolute())
 
 
-def build_rocm_indexes(wheelhouse: Path) -> dict[str, tuple[Path, dict[str, list[str]]]]:
+def build_rocm_indexes(wheelhouse: Path, *, allow_build_only: bool = False) -> dict[str, tuple[Path, dict[str, list[str]]]]:
     """One index per ROCm release, WHEELHOUSE/rocmX.Y/simple, from each wheel's local version label
     (+rocmX.Y, +rocmX.Y.gfx1100): {release: (index folder, wheels by project)}."""
     by_release: dict[str, dict[str, list[Path]]] = {}
     unlabelled = []
-    for name, wheels in _projects(wheelhouse).items():
+    for name, wheels in _projects(wheelhouse, allow_build_only).items():
         for wheel in wheels:
             m = ROCM_LABEL.match(parse_wheel_filename(wheel.name)[1].local or "")
             if m is None:
@@ -55,7 +57,7 @@ def build_rocm_indexes(wheelhouse: Path) -> dict[str, tuple[Path, dict[str, list
             for release, projects in sorted(by_release.items())}
 
 
-def _projects(wheelhouse: Path) -> dict[str, list[Path]]:
+def _projects(wheelhouse: Path, allow_build_only: bool) -> dict[str, list[Path]]:
     if not wheelhouse.is_dir():
         raise UsageError(f"{wheelhouse}: no such folder", hint="give the folder that holds the wheels")
     projects: dict[str, list[Path]] = {}
@@ -72,6 +74,7 @@ def _projects(wheelhouse: Path) -> dict[str, list[Path]]:
                          hint="\n".join("- " + b for b in bad) + "\nrename or remove them (PEP 427 names)")
     if not projects:
         raise UsageError(f"{wheelhouse} holds no wheels (*.whl)")
+    refuse_build_only((w for ws in projects.values() for w in ws), "index", allowed=allow_build_only)
     return projects
 
 

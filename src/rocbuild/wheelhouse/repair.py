@@ -25,6 +25,7 @@ from pathlib import Path
 from packaging.utils import parse_wheel_filename
 
 from rocbuild.errors import StepFailed, UsageError
+from rocbuild.wheelhouse.publishable import refuse_build_only
 
 # Sonames of libraries that a ROCm install provides (HIP runtime, math and communication libraries,
 # the runtime below them) and of those a torch install provides.
@@ -58,10 +59,11 @@ def repair_argv(wheel: Path, out: Path, exclude: tuple[str, ...], plat: str | No
 
 
 def repair(wheel: Path, out: Path, environ: Mapping[str, str], *, extra_exclude: tuple[str, ...] = (),
-           plat: str | None = None) -> Repaired:
+           plat: str | None = None, allow_build_only: bool = False) -> Repaired:
     """Repair one wheel into `out`, auditwheel running in `environ`. The new wheel appears there only once complete."""
     if not wheel.is_file() or wheel.suffix != ".whl":
         raise UsageError(f"{wheel}: not a wheel file", hint="give the .whl files to repair")
+    refuse_build_only([wheel], "repair", allowed=allow_build_only)
     if plat is not None and not PLATFORM_RE.match(plat):
         raise UsageError(f"--plat {plat!r} is not accepted", hint="a PEP 600 tag such as manylinux_2_28_x86_64")
     exclude = ROCM_LIBRARIES + TORCH_LIBRARIES + extra_exclude
