@@ -9,13 +9,23 @@ import struct
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 from rocbuild.verify.bundles import TargetId
 from rocbuild.verify.elf import ElfInfo
 from rocbuild.verify.finding import CODES, MESSAGES, UNREADABLE, Finding
-from rocbuild.verify.findings import FileFindings, InputFindings
+from rocbuild.verify.findings import FileFindings, InputFindings, rocm_search, runpath_kind
 from rocbuild.verify.provenance import parse_provenance
-from rocbuild.verify.rules import device_code_present, judge, judge_file, judge_rocm_majors
+from rocbuild.verify.rules import (
+    device_code_present,
+    judge,
+    judge_file,
+    judge_rocm_majors,
+    leaked_build_paths,
+    release_series,
+    torch_pinned,
+)
 from rocbuild.verify.verdict import verify_paths
 
 
@@ -105,3 +115,51 @@ def test_provenance_is_read_into_a_value_that_tolerates_odd_files():
                 {"identity": {"toolchain": {"rocm_version": "next"}, "archs": "gfx90a"}}):
         p = parse_provenance(odd)
         assert p.rocm_major is None and p.archs == () and p.raw == odd
+
+
+@pytest.mark.parametrize("entry, kind", [
+    ("$ORIGIN/../lib", "origin"), ("${ORIGIN}", "origin"), ("$ORIGIN/../_rocm_sdk_core/lib", "pip rocm"),
+    ("/usr/lib/python3.12/site-packages/_rocm_sdk_libraries_gfx94X/lib", "pip rocm"),
+    ("/opt/rocm/lib", "rocm"), ("/opt/rocm/", "rocm"), ("/opt/rocm-7.0.0rc1/lib", "rocm"),
+    ("/opt/rocm-6.2.0/lib", "pinned rocm"), ("/opt/rocm-6.2.0/lib/../lib64", "pinned rocm"),
+    ("/usr/lib", "system"), ("/usr/lib64/", "system"), ("/lib", "system"), ("/lib64", "system"),
+    ("/usr/lib/x86_64-linux-gnu", "system"), ("/usr/local/lib", "system"), ("/lib/aarch64-linux-gnu", "system"),
+    ("/opt/rh/gcc-toolset-9/root/usr/lib64", "build"), ("/root/build/lib", "build"), ("/tmp/pip-build/lib", "build"),
+    ("/opt/rocmish/lib", "build"), ("/usr/lib/../../home/me/lib", "build"), ("/opt/conda/conda-bld/x/lib", "build"),
+    ("lib", "relative"),
+])
+def test_each_runpath_entry_is_the_package_rocm_the_system_or_the_build_machine(entry, kind):
+    assert runpath_kind(entry) == kind
+
+
+def test_build_machine_folders_are_noted_and_never_where_rocm_is_found():
+    paths = ["/opt/rh/gcc-toolset-9/root/usr/lib64", "$ORIGIN/../_rocm_sdk_core/lib", "/usr/lib64", "/home/ci/rocm/lib"]
+    assert leaked_build_paths(paths) == ["/opt/rh/gcc-toolset-9/root/usr/lib64", "/home/ci/rocm/lib"]
+    assert rocm_search(paths) == "AMD's pip ROCm ($ORIGIN/../_rocm_sdk_core/lib); a system folder (/usr/lib64)"
+    assert rocm_search(["/root/build/lib"]).startswith("the system's library path")
+    assert "only build-machine folders" in rocm_search(["/root/build/lib"])
+    assert rocm_search([]).startswith("no RPATH/RUNPATH")
+
+
+@pytest.mark.parametrize("spec, series", [
+    ("==2.14.*", (2, 14)), ("==2.14.1", (2, 14)), ("==2.14", (2, 14)), ("~=2.14.1", (2, 14)), ("===2.14.1", (2, 14)),
+    (">=2.14,<2.15", (2, 14)), (">=2.14.1,<=2.14.3", (2, 14)), (">=2.14,<2.15.0", (2, 14)), ("~=2.14,<2.15", (2, 14)),
+    ("", None), (">=2.0", None), ("==2.*", None), ("~=2.14", None), (">=2.14,<2.15.1", None), (">=2.14,<3", None),
+    ("!=2.14.2", None), ("<2.15", None), (">=2.15,<2.15", None), ("===local-build", None),
+])
+def test_a_requirement_pins_a_release_series_only_where_it_allows_no_other(spec, series):
+    assert release_series(SpecifierSet(spec)) == series
+
+
+def test_only_a_wheel_whose_metadata_was_read_is_judged_for_its_torch_pin():
+    ext = FileFindings("pkg/_ext.so", ElfInfo(machine="EM_X86_64", needed=["libc10.so", "libtorch_cpu.so", "libm.so.6"]))
+    read = InputFindings("pkg-1.0-py3-none-any.whl", "wheel", files=(ext,), requires=(Requirement("torch>=2"),))
+    (found,) = torch_pinned(read)
+    assert found.data == {"libs": ("libc10.so", "libtorch_cpu.so"), "where": "pkg/_ext.so", "requires": ("torch>=2",),
+                          "series": ""}
+    assert not found.problem and "(torch>=2) allows more than one torch release" in found.message
+    assert torch_pinned(dataclasses.replace(read, requires=None)) == ()  # a zip with no METADATA
+    with_provenance = dataclasses.replace(read, provenance=parse_provenance(
+        {"identity": {"python": {"torch": {"version": "2.14.1+rocm7.2", "hip": "7.2.53211"}}}}))
+    (found,) = torch_pinned(with_provenance)
+    assert found.text("series") == "2.14" and found.message.endswith("should require torch==2.14.*")

@@ -47,7 +47,9 @@ def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Pa
     for wheel in wheels:
         record = provenance(plan, identity, wheel)
         relative = str(plan.work.root) if plan.recipe.runpath == "relative" else None
-        out[rewrite_wheel(wheel, final, plan.local_label, record, relative)] = record
+        torch = identity.python.torch  # recorded for recipes built against torch: their wheels pin its series
+        out[rewrite_wheel(wheel, final, plan.local_label, record, relative,
+                          torch=torch.get("version") if torch else None)] = record
     return out
 
 

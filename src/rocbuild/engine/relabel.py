@@ -1,9 +1,11 @@
 """Rewrite a built wheel (PEP 427): local version label, provenance file, RECORD recomputed.
 
 The .dist-info and .data folders are renamed with the new version, METADATA's
-Version header follows, signatures of the old RECORD are dropped (they no
-longer match), and members are streamed so a large library is never held in
-memory; the rewritten wheel is written atomically (fsutil).
+Version header follows (and, for a wheel built against torch, a Requires-Dist
+pinning torch's release series: its C++ ABI changes from one to the next),
+signatures of the old RECORD are dropped (they no longer match), and members
+are streamed so a large library is never held in memory; the rewritten wheel
+is written atomically (fsutil).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import Version
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from rocbuild.engine.runpath import is_elf_name, relative_runpath
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import CHUNK, write_atomically
 from rocbuild.verify.provenance import PROVENANCE
+from rocbuild.verify.rules import Series, release_series
 
 
 def relabel(version: str, label: str) -> str:
@@ -39,9 +44,19 @@ def record_hash(digest: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def torch_series(version: str | None) -> Series | None:
+    """The release series of the torch a wheel was built against (2.14.1+rocm7.2.buildonly -> (2, 14))."""
+    try:
+        release = Version(version or "").release
+    except InvalidVersion:
+        return None
+    return (release[0], release[1] if len(release) > 1 else 0)
+
+
 def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, Any],
-                  relative_runpath_under: str | None = None) -> Path:
-    """`relative_runpath_under`: the work folder, when the recipe asks for `runpath: relative`."""
+                  relative_runpath_under: str | None = None, *, torch: str | None = None) -> Path:
+    """`relative_runpath_under`: the work folder, when the recipe asks for `runpath: relative`;
+    `torch`: the version of the torch it was built against, for recipes built against torch."""
     try:
         parse_wheel_filename(src.name)
     except InvalidWheelFilename as exc:
@@ -55,7 +70,7 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
         with zipfile.ZipFile(src) as zin:
             old_info = _dist_info(zin, src)
             write_atomically(dest, lambda fh: _write_relabelled(zin, fh, old_info, new_stem, new_version, provenance,
-                                                                relative_runpath_under))
+                                                                relative_runpath_under, torch_series(torch)))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, ValueError) as exc:
         raise StepFailed(f"the build produced a damaged wheel {src}: {exc}",
                          hint="the wheel step's build backend wrote a file that is not a whole wheel (zip with a "
@@ -64,8 +79,10 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
 
 
 def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_stem: str, new_version: str,
-                      provenance: dict[str, Any], relative_runpath_under: str | None = None) -> None:
-    """Every member under its new name, METADATA's version changed, the provenance file, a fresh RECORD."""
+                      provenance: dict[str, Any], relative_runpath_under: str | None = None,
+                      torch: Series | None = None) -> None:
+    """Every member under its new name, METADATA's version changed (and torch pinned to `torch`'s series),
+    the provenance file, a fresh RECORD."""
     old_stem = old_info[: -len(".dist-info")]
     new_info = new_stem + ".dist-info"
     renames = {old_info + "/": new_info + "/", old_stem + ".data/": new_stem + ".data/"}
@@ -78,7 +95,7 @@ def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_ste
                 continue
             name = _renamed(info.filename, renames)
             if name == f"{new_info}/METADATA":
-                records.append(_write_bytes(zout, name, _set_version(zin.read(info), new_version), info))
+                records.append(_write_bytes(zout, name, _metadata(zin.read(info), new_version, torch), info))
             elif relative_runpath_under is not None and is_elf_name(name):
                 data = relative_runpath(zin.read(info), name, relative_runpath_under, zin.namelist())
                 records.append(_write_bytes(zout, name, data, info))
@@ -105,15 +122,53 @@ def _renamed(name: str, renames: dict[str, str]) -> str:
     return name
 
 
-def _set_version(metadata: bytes, version: str) -> bytes:
+def _metadata(metadata: bytes, version: str, torch: Series | None) -> bytes:
     lines = metadata.decode("utf-8").split("\n")
-    for i, line in enumerate(lines):
-        if not line.strip():
-            break  # headers end at the first blank line; the body may say anything
-        if line.lower().startswith("version:"):
-            lines[i] = f"Version: {version}"
-            break
-    return "\n".join(lines).encode("utf-8")
+    # headers end at the first blank line; the body may say anything
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    fields = [f"Version: {version}" if f.lower().startswith("version:") else f for f in _fields(lines[:end])]
+    if torch is not None:
+        fields = _pin_torch(fields, torch)
+    return "\n".join(fields + lines[end:]).encode("utf-8")
+
+
+def _fields(lines: list[str]) -> list[str]:
+    """Header lines joined with their continuation lines (folded: they start with white space)."""
+    out: list[str] = []
+    for line in lines:
+        if line[:1] in (" ", "\t") and out:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
+
+
+def _pin_torch(fields: list[str], series: Series) -> list[str]:
+    """The project's unconditional torch requirements become one, `torch==X.Y.*` of the series it was built
+    against (in place of the first; its extras kept), unless one already confines torch to that series
+    (==2.14.1, ~=2.14.1, >=2.14,<2.15: kept as written). Requirements behind a marker stay: pip honours
+    every requirement of a name at once, so the pin bounds them too."""
+    torch: dict[int, Requirement] = {}
+    for i, f in enumerate(fields):
+        name, _, value = f.partition(":")
+        if name.strip().lower() == "requires-dist":
+            try:
+                req = Requirement(" ".join(value.split()))
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) == "torch" and req.marker is None:
+                torch[i] = req
+    if any(release_series(r.specifier) == series for r in torch.values()):
+        return fields
+    pin = next(iter(torch.values()), None) or Requirement("torch")
+    pin.specifier = SpecifierSet(f"=={series[0]}.{series[1]}.*")
+    if torch:
+        first = min(torch)
+        return [f"Requires-Dist: {pin}" if i == first else f for i, f in enumerate(fields)
+                if i == first or i not in torch]
+    requires = [i for i, f in enumerate(fields) if f.lower().startswith("requires-dist:")]
+    at = requires[-1] + 1 if requires else len(fields)
+    return [*fields[:at], f"Requires-Dist: {pin}", *fields[at:]]
 
 
 def _new_info(name: str, like: zipfile.ZipInfo) -> zipfile.ZipInfo:

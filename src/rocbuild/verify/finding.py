@@ -21,13 +21,13 @@ Code = Literal[
     "majors_in_library", "majors_mixed", "alternative_wrong_major", "alternative_serves", "major_disagrees",
     "stale_alternative",
     # what the wheel says of itself
-    "build_only_torch",
+    "build_only_torch", "torch_unpinned",
 ]
 CODES: tuple[Code, ...] = get_args(Code)
 
 # Worth knowing, not a failure; every other code is a problem.
 NOTES: frozenset[Code] = frozenset({"build_paths", "cuda_allowed", "runtime_only", "alternative_serves",
-                                    "build_only_torch"})
+                                    "build_only_torch", "torch_unpinned"})
 # Said of a build against a build-only ROCm torch (`rocbuild root torch`), by verify and by the build's checks.
 BUILD_ONLY_NOTE = "built against a build-only torch"
 # The file could not be read: that is the cause of whatever seems missing from it.
@@ -103,6 +103,16 @@ def _cpu_only(f: Finding) -> str:
             "a CPU-only build (was the HIP/ROCm backend of the project enabled?)")
 
 
+def _torch_unpinned(f: Finding) -> str:
+    requires = "; ".join(f.texts("requires"))
+    said = (f"its metadata's torch requirement ({requires}) allows more than one torch release" if requires
+            else "its metadata requires no torch")
+    pin = f"torch=={f.text('series')}.*" if f.text("series") else "torch==X.Y.* of the torch it was built against"
+    return (f"a torch extension ({f.text('where')} needs {', '.join(f.texts('libs'))}), but {said}: pip may pair it "
+            f"with another torch, whose C++ ABI differs (\"undefined symbol\" at import); its metadata should "
+            f"require {pin}")
+
+
 def _unreadable_bundle(f: Finding) -> str:
     within = f"{f.text('section')}: " if f.text("section") else ""
     return f"{within}unreadable offload bundle at offset {f.number('offset'):#x}: {f.text('reason')}"
@@ -143,6 +153,7 @@ MESSAGES: dict[Code, Callable[[Finding], str]] = {
     "build_only_torch": lambda f: (f"{BUILD_ONLY_NOTE} (torch {f.text('torch')}, HIP {f.text('hip')}): import not "
                                    "tried; its torch libraries hold no code, so it loads nowhere: rebuild against a "
                                    "real ROCm torch to run it"),
+    "torch_unpinned": _torch_unpinned,
     "alternative_serves": lambda f: (f"{f.text('path')} serves ROCm {f.text('release')} (links {f.text('lib')}); "
                                      "the package loads the library for the ROCm it finds"),
     "major_disagrees": lambda f: (f"links ROCm {f.number('major')} libraries ({f.text('where')}), but {_claim(f)}: "

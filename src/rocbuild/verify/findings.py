@@ -6,36 +6,67 @@ their words."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rocbuild.verify.elf import ElfInfo
 from rocbuild.verify.finding import Code, Finding
 from rocbuild.verify.pe import is_windows_code
 from rocbuild.verify.provenance import Provenance
 
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
 # Where a library looks for ROCm (its RUNPATH, else RPATH): how each entry reads.
 _PINNED_ROCM = re.compile(r"^/opt/rocm-(\d+\.\d+(?:\.\d+)?)(?:/|$)")
+_ROCM_FOLDER = re.compile(r"^/opt/rocm(?:-\d[^/]*)?(?:/|$)")
+# The dynamic linker's own folders, and Debian's multiarch ones below them: on every machine, not the builder's.
+_SYSTEM_FOLDER = re.compile(r"^(?:/usr(?:/local)?)?/lib(?:32|64)?(?:/[a-z0-9_]+-linux-gnu[a-z0-9_]*)?$")
+
+RunpathKind = Literal["origin", "pip rocm", "pinned rocm", "rocm", "system", "build", "relative"]
+
+
+def runpath_kind(entry: str) -> RunpathKind:
+    """What one RUNPATH/RPATH entry is. Any other absolute folder than ROCm's and the system's is one
+    the build machine had (a work folder, /opt/rh's compiler, a conda build prefix): "build"."""
+    if "_rocm_sdk_" in entry:  # AMD's pip ROCm, beside the package ($ORIGIN/..) or at an absolute site-packages
+        return "pip rocm"
+    if entry.startswith(("$ORIGIN", "${ORIGIN}")):
+        return "origin"
+    if not entry.startswith("/"):
+        return "relative"  # to the working folder, or another $-token: said as it is
+    folder = posixpath.normpath(entry)
+    if _PINNED_ROCM.match(folder):
+        return "pinned rocm"
+    if _ROCM_FOLDER.match(folder):
+        return "rocm"
+    return "system" if _SYSTEM_FOLDER.match(folder) else "build"
+
+
+_SAID: dict[RunpathKind, str] = {"pip rocm": "AMD's pip ROCm", "rocm": "/opt/rocm", "origin": "inside the package",
+                                 "system": "a system folder"}
 
 
 def rocm_search(paths: list[str]) -> str:
-    """How a library finds the ROCm libraries it needs, in words."""
+    """How a library finds the ROCm libraries it needs, in words. Build-machine folders are left out
+    (the build_paths note names them): on another machine they are no place to find ROCm."""
     if not paths:
         return "no RPATH/RUNPATH: the system's library path (ldconfig, LD_LIBRARY_PATH)"
     kinds = []
     for entry in paths:
-        if "_rocm_sdk_core" in entry or "_rocm_sdk_libraries" in entry:
-            kinds.append(f"AMD's pip ROCm ({entry})")
-        elif m := _PINNED_ROCM.match(entry):
-            kinds.append(f"a pinned ROCm {m.group(1)} ({entry})")
-        elif entry.startswith("/opt/rocm"):
-            kinds.append(f"/opt/rocm ({entry})")
-        elif entry.startswith("$ORIGIN") or entry.startswith("${ORIGIN}"):
-            kinds.append(f"inside the package ({entry})")
-        else:
+        kind = runpath_kind(entry)
+        if kind == "pinned rocm":
+            m = _PINNED_ROCM.match(posixpath.normpath(entry))
+            kinds.append(f"a pinned ROCm {m.group(1) if m else '?'} ({entry})")
+        elif kind in _SAID:
+            kinds.append(f"{_SAID[kind]} ({entry})")
+        elif kind == "relative":
             kinds.append(entry)
+    if not kinds:
+        return "the system's library path (ldconfig, LD_LIBRARY_PATH): its RPATH/RUNPATH names only build-machine folders"
     return "; ".join(kinds)
 
 
@@ -96,6 +127,7 @@ class InputFindings:
     files: tuple[FileFindings, ...] = ()
     found: tuple[Finding, ...] = ()  # what the rules found of the input as a whole
     provenance: Provenance | None = None  # what rocbuild recorded when it built this wheel
+    requires: tuple[Requirement, ...] | None = None  # a wheel's METADATA Requires-Dist; None: no METADATA read
 
     @property
     def has_device_code(self) -> bool:
@@ -128,6 +160,7 @@ class InputFindings:
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
                 "provenance": None if self.provenance is None else dict(self.provenance.raw), "notes": self.notes,
+                "requires_dist": None if self.requires is None else [str(r) for r in self.requires],
                 "files": [f.to_json() for f in self.files], "problems": self.all_problems(),
                 "problem_codes": self.problem_codes(), "findings": [x.to_json() for x in self.found]}
 

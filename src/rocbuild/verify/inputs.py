@@ -11,7 +11,10 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from email.parser import BytesHeaderParser
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 import rocbuild.verify.archive as archive
 from rocbuild.errors import HostNotReady, UsageError
@@ -53,6 +56,7 @@ def _inspect_wheel(path: Path) -> InputFindings:
     files: list[FileFindings] = []
     try:
         with zipfile.ZipFile(path) as zf, tempfile.TemporaryDirectory(prefix="rocbuild-verify-") as tmp:
+            requires = read_requires(zf)
             for member in zf.infolist():
                 if member.is_dir():
                     continue
@@ -78,7 +82,23 @@ def _inspect_wheel(path: Path) -> InputFindings:
         raise UsageError(f"{path}: not a readable wheel (zip): {exc}") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the wheel: {exc.strerror or exc}") from None
-    return InputFindings(str(path), "wheel", tuple(files), provenance=read_provenance(path))
+    return InputFindings(str(path), "wheel", tuple(files), provenance=read_provenance(path), requires=requires)
+
+
+def read_requires(zf: zipfile.ZipFile) -> tuple[Requirement, ...] | None:
+    """What a wheel's METADATA requires (Requires-Dist), each parsed; None for a zip with no METADATA.
+    A line packaging cannot parse is left out: pip would refuse it anyway."""
+    found = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+    if len(found) != 1:
+        return None
+    headers = BytesHeaderParser().parsebytes(zf.read(found[0]))
+    out = []
+    for value in headers.get_all("Requires-Dist") or []:
+        try:
+            out.append(Requirement(" ".join(str(value).split())))  # a folded header's line breaks go
+        except InvalidRequirement:
+            continue
+    return tuple(out)
 
 
 def _check_room(tmp: Path, member: zipfile.ZipInfo, wheel: Path) -> None:

@@ -12,20 +12,87 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.specifiers import SpecifierSet
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from rocbuild.verify.bundles import TargetId, covers
 from rocbuild.verify.elf import RUNTIME_LIB
 from rocbuild.verify.finding import UNREADABLE, Code, Finding
-from rocbuild.verify.findings import FileFindings, InputFindings
-
-# Absolute paths that exist only on the machine that built the wheel.
-_BUILD_PATH = re.compile(r"^/(?:root|home|tmp|project|build|builds|github|__w|work|workspace|src|var/lib/buildkite"
-                         r"|opt/conda/conda-bld|io)(?:/|$)")
+from rocbuild.verify.findings import FileFindings, InputFindings, runpath_kind
 
 
 def leaked_build_paths(paths: list[str]) -> list[str]:
-    return [p for p in paths if _BUILD_PATH.match(p)]
+    """The RUNPATH/RPATH entries that name the build machine's own folders: absolute, and neither
+    ROCm's (/opt/rocm, /opt/rocm-X.Y.Z, AMD's pip ROCm) nor the system's (/usr/lib, /lib64, ...)."""
+    return [p for p in paths if runpath_kind(p) == "build"]
+
+
+# torch's own libraries: whatever needs one was compiled against one torch release's C++ ABI.
+TORCH_LIB = re.compile(r"^lib(?:c10|torch)(?:_[A-Za-z0-9_]+)?\.so(?:\.|$)")
+_ANY = 1 << 30  # a series bound no specifier sets: any major, any minor
+
+Series = tuple[int, int]  # a release series: (major, minor)
+
+
+def release_series(spec: SpecifierSet) -> Series | None:
+    """The one release series `spec` lets pip install, or None where it allows more than one (or none):
+    ==2.14.*, ==2.14.1, ~=2.14.1, >=2.14,<2.15 and >=2.14.1,<=2.14.3 each confine to (2, 14)."""
+    low, high = (0, 0), (_ANY, _ANY)
+    for s in spec:
+        try:
+            v = Version(s.version.removesuffix(".*"))
+        except InvalidVersion:  # `===` takes any string: nothing to tell from it
+            return None
+        lo, hi = _series_bounds(s.operator, v, wildcard=s.version.endswith(".*"))
+        low, high = max(low, lo), min(high, hi)
+    return low if low == high else None
+
+
+def _series_bounds(operator: str, v: Version, *, wildcard: bool) -> tuple[Series, Series]:
+    """The lowest and the highest series one specifier allows."""
+    major, minor = (*v.release, 0)[:2]
+    here, anything = (major, minor), ((0, 0), (_ANY, _ANY))
+    if operator in ("==", "==="):
+        return ((major, 0), (major, _ANY)) if wildcard and len(v.release) < 2 else (here, here)  # ==2.* or ==2.14.*
+    if operator == "~=":
+        return (here, here) if len(v.release) > 2 else (here, (major, _ANY))  # ~=2.14.1: 2.14; ~=2.14: 2.x
+    if operator in (">=", ">"):
+        return here, anything[1]
+    if operator == "<=" or (operator == "<" and (any(v.release[2:]) or v.pre or v.post or v.dev)):
+        return anything[0], here  # <2.15.1 still allows 2.15.0
+    if operator == "<":
+        return anything[0], (major, minor - 1) if minor else (major - 1, _ANY)  # <2.15: 2.14 at most
+    return anything  # != excludes single versions only
+
+
+def torch_pinned(found: InputFindings) -> tuple[Finding, ...]:
+    """A wheel whose files need torch's libraries requires (Requires-Dist) one torch release series.
+    torch's C++ ABI changes from release to release, and pip pairs an unpinned extension with whatever
+    torch it finds or picks: "undefined symbol" at import. A library the wheel carries itself (torch's
+    own wheel) is no torch it depends on; a requirement behind an extra is not installed by default."""
+    if found.requires is None:
+        return ()
+    own = {Path(f.path).name for f in found.files}
+    libs = sorted({n for f in found.files for n in f.info.needed if TORCH_LIB.match(n) and n not in own})
+    if not libs:
+        return ()
+    torch = [r for r in found.requires if canonicalize_name(r.name) == "torch"]
+    if any(release_series(r.specifier) for r in torch if r.marker is None or "extra" not in str(r.marker)):
+        return ()
+    where = next(f.path for f in found.files if set(f.info.needed) & set(libs))
+    built = found.provenance.torch_version if found.provenance else None
+    series = ".".join(map(str, Version(built).release[:2])) if built and _is_version(built) else ""
+    return (Finding("torch_unpinned", {"libs": tuple(libs), "where": where, "requires": tuple(map(str, torch)),
+                                       "series": series}),)
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 LABEL_MAJOR = re.compile(r"(?:^|[.])rocm(\d+)(?:[.]\d+)?(?:[.]|$)")
@@ -63,7 +130,7 @@ def judge(read: InputFindings, targets: list[TargetId], device_code_in: tuple[st
         files.append(replace(f, coverage=coverage(f, targets), found=f.found + of_file))
     of_input = (code_objects_cover(judged, targets) + device_code_present(marked, judged, targets, require=require)
                 + unmatched_globs(marked.files, device_code_in) + judge_rocm_majors(marked, built_with)
-                + built_against(marked))
+                + built_against(marked) + torch_pinned(marked))
     return replace(marked, files=tuple(files), found=marked.found + of_input)
 
 

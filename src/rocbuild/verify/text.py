@@ -53,9 +53,12 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
 def _provenance_line(p: Provenance) -> str:
     origin = (f"commit {str(p.source)[:12]}" if p.source_kind == "git" else
               f"the sdist {str(p.source).split(' sha256:')[0]}" if p.source_kind == "sdist" else "a source folder")
+    # The torch (and the HIP release it was built with) decides which torch the wheel imports with.
+    hip = f" (HIP {p.torch_hip})" if p.torch_hip else ""
+    torch = f", against torch {p.torch_version}{hip}" if p.torch_version else ""
     return (f"built by rocbuild {p.rocbuild} from recipe {p.recipe} {p.recipe_version} "
             f"({origin}) for {', '.join(p.archs)} with ROCm {p.rocm_version} "
-            f"at {p.rocm_path}, {p.built_at} (build key {str(p.build_key)[:16]})")
+            f"at {p.rocm_path}{torch}, {p.built_at} (build key {str(p.build_key)[:16]})")
 
 
 def _interesting(f: FileFindings) -> bool:

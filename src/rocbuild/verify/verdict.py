@@ -17,7 +17,10 @@ Rules:
   and the same one the build says of itself (the ROCm it was built with, its
   provenance, its label); a library named for a ROCm release answers for that
   release alone;
-- a RUNPATH/RPATH holding build-machine paths is noted, not failed.
+- a RUNPATH/RPATH naming the build machine's folders (absolute, neither ROCm's
+  nor the system's) is noted, not failed, and is no place that finds ROCm;
+- a wheel whose files need torch's libraries and whose METADATA confines torch
+  to no release series is noted, not failed (pip may pair it with another torch).
 
 Each rule (verify/rules.py) returns findings: a code and its data
 (verify/finding.py, where the words for each are). What passes is decided on
