@@ -7,7 +7,8 @@ go to a JSON file, one record per recipe and ROCm: recipe, ROCm, archs, verdict,
         --source-dir bitsandbytes=~/src/bitsandbytes --results real-builds/results.json
 
 Sources: a recipe's own (git, or the repository's examples), `--source-dir NAME=DIR`, or
-`--sdist NAME=REQUIREMENT` (an sdist from the package index, unpacked). Exit 1 when a build that is
+`--sdist NAME=REQUIREMENT` (an sdist from the package index, unpacked). `--torch-kit NAME,...`: those
+recipes build against the root's build-only ROCm torch (`rocbuild root torch`, made first, timed). Exit 1 when a build that is
 not named by --expect-fail fails, or when either check disagrees with the archs asked for.
 """
 
@@ -125,8 +126,19 @@ def covers(entries: list[str], arch: str) -> bool:
     return any(e.split("--")[-1].split(":")[0] == arch for e in entries)
 
 
+def torch_kit(root: str) -> tuple[str, float]:
+    """The root's build-only ROCm torch (made, or made again: the command is idempotent): its python."""
+    started = time.monotonic()
+    made = run([*ROCBUILD, "root", "torch", root], capture_output=True)
+    sys.stderr.write(made.stderr[-3000:])
+    if made.returncode != 0:
+        sys.exit(f"could not make a build-only torch in {root}")
+    return made.stdout.strip().splitlines()[-1], time.monotonic() - started
+
+
 def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
-              scratch: Path, until: str | None = None, built: str | None = None) -> dict[str, Any]:
+              scratch: Path, until: str | None = None, built: str | None = None,
+              python: str | None = None) -> dict[str, Any]:
     """`until`: stop after that step; `built`: the glob (in the work folder) of what it made, whose
     device code is then checked instead of a wheel's."""
     out = scratch / f"wheelhouse-{recipe}-{rocm}"
@@ -136,6 +148,8 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
             "--no-cache", "--work", str(work)]
     if until is not None:
         argv += ["--until", until]
+    if python is not None:
+        argv += ["--python", python]
     if source is not None:
         argv += ["--source-dir", str(source)]
     for s in sets:
@@ -200,6 +214,8 @@ def main() -> int:
                    help="with --until: the files (a glob in the work folder) whose device code is checked")
     p.add_argument("--expect-fail", action="append", default=[], metavar="NAME",
                    help="a recipe known not to build yet: its failure is recorded, not fatal")
+    p.add_argument("--torch-kit", default="", metavar="NAME,...",
+                   help="recipes built against the root's build-only ROCm torch (rocbuild root torch)")
     p.add_argument("--root-prefix", default="real-rocm", help="roots are named PREFIX<rocm> (made when missing)")
     p.add_argument("--results", default="real-builds/results.json")
     args = p.parse_args()
@@ -221,11 +237,17 @@ def main() -> int:
             sources[name] = unpack_sdist(requirement, scratch / f"sdist-{name}")
         for rocm in args.rocm.split(","):
             root, made_in = ensure_root(rocm, args.root_prefix)
+            kit_users = [r for r in args.torch_kit.split(",") if r]
+            kit, kit_seconds = torch_kit(root) if kit_users else (None, 0.0)
             info = root_info(root)
             for recipe in args.recipes.split(","):
+                python = kit if recipe in kit_users else None
                 record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
                                    origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch,
-                                   untils.get(recipe), built.get(recipe))
+                                   untils.get(recipe), built.get(recipe), python)
+                if python is not None:
+                    record.update(torch="a build-only ROCm torch (rocbuild root torch)",
+                                  torch_kit_seconds=round(kit_seconds, 1))
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
                                "rocm_packages": {k: v for k, v in info.get("versions", {}).items()
                                                  if k in ("hipcc", "libamdhip64-dev")},

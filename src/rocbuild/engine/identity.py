@@ -28,7 +28,7 @@ from rocbuild.fsutil import json_sha256
 from rocbuild.plan.model import DiffPatch, Plan, patch_record
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
-SCHEMA = 3  # 3: the ROCm components' versions
+SCHEMA = 4  # 3: the ROCm components' versions; 4: torch-extension wheels pin their torch
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
 # that changed (steps), re-verifies (checks) or relabels (local_label); the recipe's text counts
 # through what it renders to (env, patches, steps), so editing a comment rebuilds nothing.

@@ -1,0 +1,119 @@
+"""A build-only ROCm torch made for real in a Debian ROCm 7.2 root (`rocbuild root torch`), and a torch
+extension no recipe of rocbuild's knows (made here: one HIP kernel and its binding, as CUDAExtension
+builds them) compiled against it for gfx1100 by torch's own cpp_extension, its device code judged by
+LLVM's clang-offload-bundler from the root. Also: a build against the root's CPU torch is refused
+before anything compiles."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_build_roots import LLVM_LIST, rocbuild, root  # noqa: F401 (the root fixture)
+
+pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
+
+ARCH = "gfx1100"
+KERNEL = """\
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/extension.h>
+
+__global__ void add_one(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+
+void add_one_cuda(torch::Tensor x) {
+  int n = x.numel();
+  add_one<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), n);
+}
+"""
+BINDING = """\
+#include <torch/extension.h>
+void add_one_cuda(torch::Tensor x);
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add_one", &add_one_cuda); }
+"""
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+setup(name="addone", version="0.1", ext_modules=[CUDAExtension("addone_ext", ["binding.cpp", "kernel.cu"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+RECIPE = """\
+schema: 1
+name: addone
+version: "0.1"
+source: {path: addone}
+requires:
+  torch: rocm
+  python: [setuptools, wheel]
+env:
+  ROCM_HOME: "${{ torch.rocm_home or rocm.path }}"
+  PYTORCH_ROCM_ARCH: "${{ archs | join(';') }}"
+  MAX_JOBS: "${{ jobs }}"
+steps:
+  - wheel: {}
+verify:
+  - code-objects: {files: "addone_ext*.so", links: [libamdhip64, libc10_hip, libtorch_hip]}
+  - import: addone_ext
+"""
+
+
+@pytest.fixture(scope="module")
+def kit(root: str) -> str:  # noqa: F811
+    made = rocbuild("root", "torch", root)
+    assert made.returncode == 0, made.stderr[-4000:]
+    return made.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    src = tmp_path / "recipes" / "addone"
+    src.mkdir(parents=True)
+    (src / "kernel.cu").write_text(KERNEL)
+    (src / "binding.cpp").write_text(BINDING)
+    (src / "setup.py").write_text(SETUP)
+    (tmp_path / "recipes" / "addone.yaml").write_text(RECIPE)
+    return tmp_path / "recipes" / "addone.yaml"
+
+
+def test_the_kit_takes_cpp_extensions_rocm_path(root, kit, tmp_path):  # noqa: F811
+    probe = ("import torch; from torch.utils import cpp_extension as c; "
+             "print(torch.__version__, torch.version.hip, torch.version.cuda, c.IS_HIP_EXTENSION)")
+    said = rocbuild("root", "run", root, "--", kit, "-c", probe, cwd=tmp_path)
+    version, hip, cuda, is_hip = said.stdout.split()
+    assert version.endswith("+rocm7.2.buildonly") and hip.startswith("7.2.") and cuda == "None" and is_hip == "True"
+
+
+def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, project, tmp_path):  # noqa: F811
+    built = rocbuild(project, "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh")
+    assert built.returncode == 0, built.stderr[-4000:]
+    assert "built against a build-only torch: import not tried" in built.stderr
+    (wheel,) = (tmp_path / "wh").glob("*.whl")
+    assert "+rocm7.2.buildonly-" in wheel.name
+    report = json.loads(rocbuild("verify", "--json", "--arch", ARCH, wheel).stdout)
+    assert report["ok"], report["problems"]
+    (ext,) = [f for i in report["inputs"] for f in i["files"] if f["path"].startswith("addone_ext")]
+    # The links a real ROCm torch gives an extension, under a ROCm wheel's sonames, never Debian's.
+    assert {"libc10.so", "libc10_hip.so", "libtorch_hip.so", "libamdhip64.so.7"} <= set(ext["needed"])
+    assert not [n for n in ext["needed"] if n.endswith(".so.2.14")]
+    assert any("built against a build-only torch" in n for i in report["inputs"] for n in i["notes"])
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.startswith("addone_ext"))
+        zf.extract(name, tmp_path / "x")
+    listed = rocbuild("root", "run", root, "--", "sh", "-c", LLVM_LIST, "sh", tmp_path / "x" / name, tmp_path / "fat.bin",
+                      cwd=tmp_path)
+    assert f"hipv4-amdgcn-amd-amdhsa--{ARCH}" in listed.stdout.split(), listed.stdout + listed.stderr
+    refused = rocbuild("index", tmp_path / "wh")
+    assert refused.returncode == 2 and "build-only" in refused.stderr
+
+
+def test_a_cpu_torch_is_refused_before_compiling(root, kit, project, tmp_path):  # noqa: F811
+    """The root's own python3 holds Debian's CPU torch: the build stops at the torch gate (exit 3)."""
+    built = rocbuild(project, "--root", root, "--arch", ARCH, "--out", tmp_path / "wh", "--work", tmp_path / "work")
+    assert built.returncode == 3, built.stderr[-2000:]
+    assert "CPU-only build" in built.stderr
+    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
