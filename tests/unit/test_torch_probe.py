@@ -34,7 +34,7 @@ def test_probe_output_with_noise_before_it():
 
 @pytest.mark.parametrize("rocm, index", [
     ("6.1.2", "rocm6.1"), ("6.2.0", "rocm6.2"), ("6.2.4", "rocm6.2.4"), ("6.4.1", "rocm6.4"),
-    ("7.1.0", "rocm7.1"), ("7.2.4", "rocm7.1"), ("5.7.1", "rocm5.7"),
+    ("7.1.0", "rocm7.1"), ("7.1.1", "rocm7.1"), ("7.2.4", "rocm7.2"), ("5.7.1", "rocm5.7"),
 ])
 def test_index_is_the_newest_not_above_the_system_release(rocm, index):
     assert (rocm_torch_index(RocmVersion(rocm)) or "").endswith("/" + index)

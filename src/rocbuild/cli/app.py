@@ -142,9 +142,6 @@ def run() -> NoReturn:
 
 def _dispatch(args: argparse.Namespace, inv: Invocation) -> int:
     """--root re-runs the command inside the root; otherwise the command's own handler runs here."""
-    if getattr(args, "install_missing", False) and not getattr(args, "root", None) and inv.root is None:
-        raise UsageError("--install-missing installs Debian packages into a build root: give --root NAME too",
-                         hint="on this machine itself, install what `rocbuild plan` lists with its package manager")
     if getattr(args, "root", None) and inv.root is None:
         return root.run_in_root(args, inv)
     result: int = args.handler(args, inv)

@@ -64,7 +64,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _in_root(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", metavar="NAME|DIR", help=ROOT_HELP)
     p.add_argument("--install-missing", action="store_true",
-                   help="with --root: install the Debian packages the recipe requires into the root")
+                   help="install what the recipe requires and lacks: a ROCm torch into the target python (pip, "
+                        "from --torch-index or PyTorch's index for this ROCm); with --root, Debian packages too")
+    p.add_argument("--torch-index", metavar="URL",
+                   help="the package index (http, https or file URL) --install-missing takes a ROCm torch from "
+                        "(default: PyTorch's for this ROCm release): a mirror, AMD's, one for a newer ROCm")
     p.add_argument("--no-build-env", action="store_true",
                    help="build wheels with the target python as it is, instead of a build environment layered on "
                         "it holding the recipe's requires.python and the project's build-system.requires")
@@ -76,13 +80,31 @@ def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool
         jobs=args.jobs, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
         recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
         build_env=not getattr(args, "no_build_env", False), environ=dict(inv.environ), root=inv.root,
+        torch_index=getattr(args, "torch_index", None),
     )
 
 
 def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> Plan:
     from rocbuild.plan.assemble import plan_for
 
-    return plan_for(build_request(args, inv, need_archs=need_archs))
+    request = build_request(args, inv, need_archs=need_archs)
+    if getattr(args, "install_missing", False) and inv.root is None:
+        _check_install_missing(request)
+    return plan_for(request)
+
+
+def _check_install_missing(request: BuildRequest) -> None:
+    """On this machine --install-missing installs only a ROCm torch; Debian packages go into a build root.
+    Said before the host is looked at, for a recipe that requires no torch."""
+    from rocbuild.errors import UsageError
+    from rocbuild.plan.assemble import choose
+
+    recipe = choose(request).recipe
+    if recipe.requires.torch is None:
+        raise UsageError(f"--install-missing: {recipe.name} requires no torch, and on this machine only a ROCm torch "
+                         "is installed (into the target python); Debian packages go into a build root: give "
+                         "--root NAME too",
+                         hint="on this machine itself, install what `rocbuild plan` lists with its package manager")
 
 
 def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:

@@ -147,6 +147,20 @@ def _build_env_and_torch(plan: Plan, out: Out) -> None:
     if req.torch_check_argv:
         out("  torch in the target python: a ROCm build (its torch/version.py is read; torch is not imported)")
         out(f"    argv: {json.dumps(list(req.torch_check_argv))}")
+        _torch_install(plan, out)
+
+
+def _torch_install(plan: Plan, out: Out) -> None:
+    req, torch = plan.requirements, plan.host.torch
+    if req.torch_install_argv:
+        had = f"its torch {torch.version or '?'} is {torch.flavour}" if torch else "it has no torch"
+        out(f"    with --install-missing ({had}), one is installed from {req.torch_index} first, before anything "
+            "is fetched (refused for a Python managed by the system, PEP 668):")
+        out(f"    argv: {json.dumps(list(req.torch_install_argv))}")
+    elif req.torch_index is None:
+        out(f"    --install-missing cannot install one: {req.torch_index_problem}")
+    elif torch is not None:
+        out(f"    it has one (torch {torch.version or '?'}, hip {torch.hip}): --install-missing installs none")
 
 
 def _prepare(plan: Plan, out: Out) -> None:

@@ -13,11 +13,13 @@ import io
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocbuild.detect.rocm import RocmVersion
+from rocbuild.errors import UsageError
 from rocbuild.process.runner import query_process
 
 # Run by the target python (stdlib only); prints one JSON object.
@@ -57,9 +59,14 @@ if spec is not None and spec.submodule_search_locations:
 print(json.dumps(out))
 """
 
-# download.pytorch.org/whl/<name> indexes that carry ROCm builds of torch (torch 2.1 on).
-TORCH_ROCM_INDEXES = ("5.6", "5.7", "6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0", "7.1")
+# PyTorch's ROCm wheel indexes, download.pytorch.org/whl/rocm<name>, torch 2.1 on. That site cannot be read
+# offline (nor while planning), so the list is kept here from what this project has on record: the indexes up
+# to rocm7.1 as listed before, and rocm7.2, whose torch 2.14.0+rocm7.2 wheel's version.py tests/pyenv_trees.py
+# records. PyPI (torch 2.15.0, October 2026) does not say which ROCm indexes carry a release. An index not
+# listed (a newer ROCm), a mirror or AMD's own is named with --torch-index, which bypasses this list.
+TORCH_ROCM_INDEXES = ("5.6", "5.7", "6.0", "6.1", "6.2", "6.2.4", "6.3", "6.4", "7.0", "7.1", "7.2")
 INDEX_URL = "https://download.pytorch.org/whl/rocm{}"
+INDEX_SCHEMES = ("http", "https", "file")
 
 
 @dataclass
@@ -194,17 +201,69 @@ def rocm_torch_index(rocm: RocmVersion | None) -> str | None:
     return INDEX_URL.format(max(same_major, key=key)) if same_major else None
 
 
+def unpublished(rocm: RocmVersion | None) -> str:
+    """Why PyTorch's indexes hold no torch for `rocm`."""
+    shown = rocm.short if rocm is not None else "?"
+    return (f"PyTorch publishes no ROCm {shown} wheels (its ROCm indexes: "
+            f"{', '.join('rocm' + n for n in TORCH_ROCM_INDEXES)}); install one of those ROCm releases "
+            "(or build torch from source against this one)")
+
+
+def check_index_url(url: str) -> str:
+    """--torch-index: a package index URL pip can read (http, https or file), else UsageError."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme in INDEX_SCHEMES and (parts.netloc if parts.scheme != "file" else parts.path) \
+            and not any(c.isspace() for c in url):
+        return url
+    raise UsageError(f"--torch-index {url!r}: not a package index URL",
+                     hint="give the URL of a PEP 503 index that serves ROCm torch wheels, with "
+                          f"{', '.join(s + '://' for s in INDEX_SCHEMES)} (e.g. "
+                          f"{INDEX_URL.format(TORCH_ROCM_INDEXES[-1])}, a mirror of it, or file:///path/simple)")
+
+
+@dataclass(frozen=True)
+class TorchIndex:
+    """Where a ROCm torch for this host comes from: an index URL, or why there is none."""
+
+    url: str | None
+    problem: str | None = None
+
+
+def torch_index_for(rocm: RocmVersion | None, override: str | None = None) -> TorchIndex:
+    """--torch-index when given (checked), else PyTorch's index for `rocm`; an unknown or unpublished
+    ROCm release has none: installing a torch for the wrong ROCm would only fail later, at import."""
+    if override is not None:
+        return TorchIndex(check_index_url(override))
+    if rocm is None:
+        return TorchIndex(None, "the ROCm release is unknown, so is PyTorch's index for it: give --torch-index URL")
+    url = rocm_torch_index(rocm)
+    return TorchIndex(url) if url is not None else TorchIndex(None, unpublished(rocm) + "; or give --torch-index URL")
+
+
+def torch_install_argv(python: str, index: str, *, replace: bool) -> tuple[str, ...]:
+    """pip installing torch from `index` into `python`. `replace`: a CUDA or CPU torch is there, and
+    pip takes any installed torch as satisfying `torch`: only --force-reinstall swaps it (and torch's
+    dependencies, which PyTorch's indexes carry too)."""
+    return (python, "-m", "pip", "install", *(("--force-reinstall",) if replace else ()), "torch",
+            "--index-url", index)
+
+
 def rocm_torch_install(python: str, rocm: RocmVersion | None, *, externally_managed: bool = False) -> str:
     """The command that gives the target python a ROCm torch: pip from the matching PyTorch index (in
     a new virtual environment when that Python refuses pip, PEP 668), or why there is none."""
     index = rocm_torch_index(rocm)
     if index is None:
-        shown = f"{rocm.major}.{rocm.minor}" if rocm is not None else "?"
-        return (f"PyTorch publishes no ROCm {shown} wheels (its ROCm indexes: "
-                f"{', '.join('rocm' + n for n in TORCH_ROCM_INDEXES)}); install one of those ROCm releases "
-                "(or build torch from source against this one)")
-    pip = "torch torchvision torchaudio --index-url " + index
+        return unpublished(rocm)
     if externally_managed:
-        return (f"{python} -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install {pip}  ({python} is "
-                "managed by the system (PEP 668); then give rocbuild --python ~/rocm-venv/bin/python)")
-    return f"{python} -m pip install --force-reinstall {pip}"
+        return venv_advice(python, index)
+    return f"{shlex.quote(python)} -m pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
+
+
+def venv_advice(python: str, index: str) -> str:
+    """A system Python refuses pip (PEP 668): a virtual environment of its own, then that one as --python."""
+    py = shlex.quote(python)
+    return (f"{py} -m venv ~/rocm-venv && ~/rocm-venv/bin/pip install torch torchvision torchaudio --index-url "
+            f"{shlex.quote(index)}  ({python} is managed by the system (PEP 668); then give rocbuild --python "
+            "~/rocm-venv/bin/python)")

@@ -78,7 +78,8 @@ class Engine:
         self.cache = cache  # None: neither use nor fill the build cache
         self.environ = dict(plan.host.environ if environ is None else environ)
         self.toolchain = toolchain or self._probe_toolchain
-        self.install_missing = install_missing  # inside a build root: apt-get install what the recipe lacks
+        # A ROCm torch into the target python; inside a build root, also apt-get install what the recipe lacks.
+        self.install_missing = install_missing
         self.build_env = BuildEnvMaker(plan, runner, progress, self.workspace)
 
     def _probe_toolchain(self, rocm: Rocm) -> Toolchain:
@@ -115,7 +116,8 @@ class Engine:
         with self.workspace.locked(clean, self.progress.say) as lock_fd:
             self.runner.keep_open(lock_fd)  # a step that outlives a killed rocbuild still holds the folder
             req_log = self.workspace.log_path(0, "requirements")
-            torch_env = probe_torch(plan, self.runner, req_log)
+            torch_env = probe_torch(plan, self.runner, req_log, install=self.install_missing and check_host,
+                                    progress=self.progress)
             # A cache hit needs none of the build requirements, so they are checked after the lookup;
             # but never clone a repository for the first time for a host that cannot build it.
             first_clone = isinstance(plan.source, GitSource) and not Path(plan.source.mirror, "HEAD").is_file()

@@ -11,19 +11,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocbuild.detect.rocm import OpenMp
-from rocbuild.detect.torch import PythonEnv, parse_probe, rocm_torch_install
+from rocbuild.detect.torch import PythonEnv, TorchInfo, parse_probe, torch_install_argv, venv_advice
 from rocbuild.errors import HostNotReady, RocbuildError
 from rocbuild.plan.buildenv import distribution_of
 from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner, query_process
+from rocbuild.progress import Progress
 from rocbuild.roots.info import RootInfo
 
 if TYPE_CHECKING:  # the Debian side is imported when a build root needs it: builds on the host never do
     from rocbuild.roots.packages import Mapping, Wanted
 
 
-def probe_torch(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
-    """The target python's torch, as its torch/version.py says; None when the probe failed."""
+def probe_torch(plan: Plan, runner: StepRunner, log: Path, *, install: bool = False,
+                progress: Progress | None = None) -> PythonEnv | None:
+    """The target python's torch, as its torch/version.py says; None when the probe failed. `install`
+    (--install-missing): a recipe that requires a ROCm torch gets one first, when the target has none;
+    before anything is fetched, and before the build identity records the torch."""
+    env = _probe(plan, runner, log)
+    if install and env is not None and _lacks_rocm_torch(plan, env):
+        _install_torch(plan, runner, log, env, progress or Progress(quiet=True))
+        env = _probe(plan, runner, log)
+        _check_installed(plan, env, log)
+    return env
+
+
+def _probe(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
     argv = plan.requirements.torch_check_argv
     if argv is None:
         return None
@@ -222,16 +235,62 @@ def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages
                                hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
 
 
+def _lacks_rocm_torch(plan: Plan, env: PythonEnv) -> bool:
+    return plan.requirements.torch == "rocm" and (env.torch is None or env.torch.flavour != "rocm")
+
+
+def _install_torch(plan: Plan, runner: StepRunner, log: Path, env: PythonEnv, progress: Progress) -> None:
+    """pip installs torch from the plan's index into the target python, which the build environment is
+    layered on. Refused, before anything runs, for a system Python (PEP 668) and where there is no index."""
+    req, python = plan.requirements, plan.host.python.executable
+    if req.torch_index is None:
+        raise HostNotReady(f"--install-missing: no ROCm torch to install into {python}",
+                           hint=req.torch_index_problem or "no index known")
+    if env.externally_managed:
+        raise HostNotReady(f"--install-missing: {python} is managed by the system (PEP 668); rocbuild installs "
+                           "torch only into a virtual environment", hint=venv_advice(python, req.torch_index))
+    argv = torch_install_argv(python, req.torch_index, replace=env.torch is not None)
+    had = f"replacing torch {env.torch.version or '?'} ({env.torch.flavour})" if env.torch else "none there"
+    started = progress.start("install-torch", f"a ROCm torch into {python} from {req.torch_index} ({had})")
+    result = runner.run(argv, cwd="/", env={}, log=log)  # cwd "/": as the probe, no ./torch in the way
+    if result.exit_code != 0:
+        raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",
+                           hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
+    progress.done("install-torch", started, "installed")
+
+
+def _check_installed(plan: Plan, env: PythonEnv | None, log: Path) -> None:
+    """pip takes the highest version any index it knows offers: an extra index or find-links of its
+    configuration can win with a CUDA or CPU torch."""
+    torch: TorchInfo | None = env.torch if env is not None else None
+    if torch is not None and torch.flavour == "rocm":
+        return
+    got = torch.describe() if torch is not None else f"no torch can be read there (see {log})"
+    raise HostNotReady(f"--install-missing: after pip installed torch from {plan.requirements.torch_index}, {got}",
+                       hint="pip picks the highest version of every index it is configured with: see `pip config "
+                            "list` (extra-index-url, find-links) and PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS")
+
+
 def _torch_problems(plan: Plan, env: PythonEnv | None, log: Path) -> list[str]:
     """A CUDA or CPU torch in the target python would make a CUDA-linked or CPU-only extension."""
     python = plan.host.python.executable
-    install = rocm_torch_install(python, plan.host.rocm.version,
-                                 externally_managed=bool(env is not None and env.externally_managed))
     if env is None:
         return [f"cannot read the torch of {python} (see {log})"]
     if env.torch is None:
-        return [f"no torch in {python}: this recipe builds against a ROCm torch; install one:\n  {install}"]
+        return [f"no torch in {python}: this recipe builds against a ROCm torch; install one:\n  "
+                + _torch_fix(plan, env)]
     if env.torch.flavour != "rocm":
         return [(f"{env.torch.describe()}: building against it would give an extension that links CUDA "
-                 f"(or none at all), not ROCm. Install a ROCm torch:\n  {install}")]
+                 f"(or none at all), not ROCm. Install a ROCm torch:\n  {_torch_fix(plan, env)}")]
     return []
+
+
+def _torch_fix(plan: Plan, env: PythonEnv) -> str:
+    """The command --install-missing would run, or why it cannot."""
+    req, python = plan.requirements, plan.host.python.executable
+    if req.torch_index is None:
+        return req.torch_index_problem or "no index known"
+    if env.externally_managed:
+        return venv_advice(python, req.torch_index)
+    argv = torch_install_argv(python, req.torch_index, replace=env.torch is not None)
+    return f"{shlex.join(argv)}\n  (or run the same command with --install-missing)"

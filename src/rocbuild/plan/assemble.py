@@ -84,7 +84,7 @@ def assemble(request: BuildRequest, chosen: Chosen, host: Host) -> Plan:
         work = WorkDirs(cache_root() / "work" / f"{recipe.name}-{recipe.version}-{key}")
     plan = make_plan(recipe, host, options, work, Path(request.out).resolve(), ref=request.ref,
                      source_dir=source_dir, local_version=local_version(request.local_version),
-                     build_env=request.build_env, refuse=request.refuse)
+                     build_env=request.build_env, refuse=request.refuse, torch_index=request.torch_index)
     check_separate(plan, "--source-dir" if source_dir is not None else "the recipe's source.path")
     return plan
 

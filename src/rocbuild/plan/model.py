@@ -237,6 +237,11 @@ class Requirements:
     python_check_argv: tuple[str, ...] | None
     torch: str | None = None  # "rocm": the target python's torch must be a ROCm build
     torch_check_argv: tuple[str, ...] | None = None  # reads torch/version.py without importing torch
+    # Where --install-missing gets a ROCm torch (--torch-index, else PyTorch's index for this ROCm), or why
+    # there is none; and the pip argv it runs, for the torch the target had when planned (None: nothing to do).
+    torch_index: str | None = None
+    torch_index_problem: str | None = None
+    torch_install_argv: tuple[str, ...] | None = None
     tool_versions: dict[str, str] = field(default_factory=dict)  # tool -> specifier its `--version` must satisfy
     headers: tuple[str, ...] = ()  # under the ROCm include folder
     libraries: tuple[str, ...] = ()  # lib<name>.so in the ROCm library folders

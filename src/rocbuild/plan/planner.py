@@ -13,7 +13,7 @@ from rocbuild.compat import assert_never
 from rocbuild.detect.arch import parse_arch_list
 from rocbuild.detect.gpu import GpuAccess
 from rocbuild.detect.host import Host
-from rocbuild.detect.torch import probe_argv
+from rocbuild.detect.torch import probe_argv, torch_index_for, torch_install_argv
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
@@ -82,16 +82,18 @@ def make_plan(
     local_version: str | None = None,
     build_env: bool = True,
     refuse: bool = True,
+    torch_index: str | None = None,
 ) -> Plan:
     """The plan for this host, with its location-free rendering (`Plan.rendered`) beside it.
     `build_env`: wheel steps run in a build environment layered on the target python.
-    `refuse`: False keeps every applying `unsupported:` entry in `Plan.refusals` instead of raising."""
+    `refuse`: False keeps every applying `unsupported:` entry in `Plan.refusals` instead of raising.
+    `torch_index`: --torch-index, where --install-missing gets a ROCm torch instead of PyTorch's index."""
     plan = _render(recipe, host, options, work, out, ref=ref, source_dir=source_dir, cache=cache,
-                   local_version=local_version, build_env=build_env, refuse=refuse)
+                   local_version=local_version, build_env=build_env, refuse=refuse, torch_index=torch_index)
     canonical = _render(recipe, replace(host, jobs=1, ccache=None, gpu=GpuAccess(False, "")), options,
                         WorkDirs(CANONICAL_ROOT / "work"), CANONICAL_ROOT / "out", ref=ref,
                         source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
-                        build_env=build_env, refuse=refuse)
+                        build_env=build_env, refuse=refuse, torch_index=torch_index)
     rendered = Rendered(
         env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
         patches=tuple(p.identity() for p in canonical.patches),
@@ -104,7 +106,7 @@ def make_plan(
 
 def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs, out: Path, *,
             ref: str | None, source_dir: Path | None, cache: Path | None, local_version: str | None,
-            build_env: bool = True, refuse: bool = True) -> Plan:
+            build_env: bool = True, refuse: bool = True, torch_index: str | None = None) -> Plan:
     ctx = _context(recipe, host, options, work)
     r = Renderer(ctx)
     refusals = _refusals(r, recipe, host, options, refuse)
@@ -116,7 +118,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     modules = _names(r, recipe.requires.python)
     env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
                 if build_env and any(isinstance(e, Wheel) for e in recipe.steps) else None)
-    requirements = _requirements(r, recipe, host, modules, with_build_env=env_plan is not None)
+    requirements = _requirements(r, recipe, host, modules, with_build_env=env_plan is not None,
+                                 torch_index=torch_index)
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
     readable = _readable(recipe, host, work)
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches if _applies(r, e))
@@ -183,13 +186,14 @@ def _names(r: Renderer, items: tuple[Conditional, ...]) -> tuple[str, ...]:
 
 
 def _requirements(r: Renderer, recipe: Recipe, host: Host, modules: tuple[str, ...], *,
-                  with_build_env: bool) -> Requirements:
+                  with_build_env: bool, torch_index: str | None = None) -> Requirements:
     # With a build environment, the build modules are installed, not looked for; only what must come
     # from the target python itself is.
     checked = tuple(m for m in modules if not with_build_env or m.split(".")[0] in FROM_TARGET_ONLY)
     tools = _names(r, recipe.requires.tools)
     wanted = recipe.requires.torch
     torch = r.text(wanted.value, wanted.pos, wanted.pos.key) if wanted is not None and _applies(r, wanted) else None
+    index = torch_index_for(host.rocm.version, torch_index)  # a bad --torch-index is refused whatever the recipe
     return Requirements(
         rocm=recipe.requires.rocm,
         tools=tools,
@@ -198,11 +202,21 @@ def _requirements(r: Renderer, recipe: Recipe, host: Host, modules: tuple[str, .
         python_check_argv=(host.python.executable, "-c", IMPORT_CHECK, *checked) if checked else None,
         torch=torch,
         torch_check_argv=probe_argv(host.python.executable) if torch else None,
+        torch_index=index.url if torch else None,
+        torch_index_problem=index.problem if torch else None,
+        torch_install_argv=_torch_install(host, index.url) if torch else None,
         tool_versions={tool: spec for tool, spec in recipe.requires.tool_versions if tool in tools},
         headers=_names(r, recipe.requires.headers),
         libraries=_names(r, recipe.requires.libraries),
         openmp=host.rocm.openmp() if recipe.requires.openmp else None,
     )
+
+
+def _torch_install(host: Host, index: str | None) -> tuple[str, ...] | None:
+    """What --install-missing runs for the torch the target python has now: nothing for a ROCm build."""
+    if index is None or (host.torch is not None and host.torch.flavour == "rocm"):
+        return None
+    return torch_install_argv(host.python.executable, index, replace=host.torch is not None)
 
 
 def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool) -> tuple[Check, ...]:
