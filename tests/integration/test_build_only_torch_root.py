@@ -27,6 +27,8 @@ __global__ void add_one(float* x, int n) {
 }
 
 void add_one_cuda(torch::Tensor x) {
+  // at::cuda::warp_size() is libtorch_hip's, the stream c10_hip's: the extension needs both.
+  TORCH_CHECK(at::cuda::warp_size() > 0, "no warp");
   int n = x.numel();
   add_one<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), n);
 }

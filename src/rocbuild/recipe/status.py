@@ -57,6 +57,7 @@ def recipe_status(name: str, records: Iterable[dict[str, Any]]) -> dict[str, Any
                        "peak_process_mib": r.get("peak_process_mib"),
                        "options": [x for x in sets if isinstance(x, str)] if isinstance(sets, list) else [],
                        "until": r.get("until") if isinstance(r.get("until"), str) else None,
+                       "torch": r.get("torch") if isinstance(r.get("torch"), str) else None,
                        "why": r.get("why") if r.get("verdict") != "pass" else None})
     return {"recipe": name, "built_for_real": bool(builds), "builds": builds}
 
@@ -72,6 +73,8 @@ def status_lines(row: dict[str, Any]) -> list[str]:
             what = f"built up to step {b['until']!r}, device code verified"
         else:
             what = "verified"
+        if b["torch"]:  # against a build-only torch: compiled and checked, never imported
+            what += " against a build-only torch, not imported"
         extra = f" [{', '.join(b['options'])}]" if b["options"] else ""
         took = f", {b['build_seconds']:.0f} s" if isinstance(b["build_seconds"], (int, float)) else ""
         lines.append(f"{row['recipe']:<20} ROCm {b['rocm']:<5} {','.join(b['archs']):<26} {what}{extra}, "

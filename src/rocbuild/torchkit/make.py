@@ -188,7 +188,7 @@ def _write_probe(include: Path, probe: Path) -> None:
     probe.write_text("".join(f"#include <{h}>\n" for h in headers if h not in UNREADABLE_HEADERS))
 
 
-def _libraries(plan: KitPlan, runner: StepRunner, progress: Progress, torch: Path, declared: dict[str, str],
+def _libraries(plan: KitPlan, runner: StepRunner, progress: Progress, torch: Path, declared: dict[str, set[str]],
                log: Path) -> None:
     """Link-only libraries with a ROCm wheel's sonames: Debian's symbols for the CPU ones, the headers'
     declarations for the HIP ones."""

@@ -37,7 +37,9 @@ class _Walk:
 
     def __init__(self) -> None:
         self.file = ""
-        self.found: dict[str, str] = {}  # mangled name -> the header declaring it
+        # mangled name -> every header declaring it: a function first declared in a CPU header (torch's
+        # headeronly Macros.h declares at::cuda::warp_size) and again in ATen/hip is libtorch_hip's.
+        self.found: dict[str, set[str]] = {}
 
     def seen(self, loc: Any) -> None:
         if not isinstance(loc, dict):
@@ -56,7 +58,7 @@ class _Walk:
             self.seen((node.get("range") or {}).get(end))
         kind = node.get("kind")
         if kind in _DECLS and not in_template and declares_a_symbol(node):
-            self.found.setdefault(node["mangledName"], declared_in)
+            self.found.setdefault(node["mangledName"], set()).add(declared_in)
         for child in node.get("inner", ()):
             self.node(child, in_template or kind in _TEMPLATES)
 
@@ -72,8 +74,8 @@ def declares_a_symbol(node: Mapping[str, Any]) -> bool:
     return not any(isinstance(c, dict) and c.get("kind") == "CompoundStmt" for c in node.get("inner", ()))
 
 
-def declared_symbols(dumps: list[str]) -> dict[str, str]:
-    """Mangled name -> the header that declares it, over every dump."""
+def declared_symbols(dumps: list[str]) -> dict[str, set[str]]:
+    """Mangled name -> the headers that declare it, over every dump."""
     walk = _Walk()
     for text in dumps:
         walk.file = ""
@@ -82,16 +84,16 @@ def declared_symbols(dumps: list[str]) -> dict[str, str]:
     return walk.found
 
 
-def by_library(declared: Mapping[str, str], folders: Mapping[str, tuple[str, ...]],
+def by_library(declared: Mapping[str, set[str]], folders: Mapping[str, tuple[str, ...]],
                defined_elsewhere: set[str]) -> dict[str, list[str]]:
-    """Each library's symbols: those declared in its header folders and not already defined by another
-    library of the kit (which the linker would take first)."""
+    """Each library's symbols: those declared in its header folders (the first library whose folders
+    declare it) and not already defined by another library of the kit (which the linker would take first)."""
     out: dict[str, list[str]] = {name: [] for name in folders}
-    for symbol, header in sorted(declared.items()):
+    for symbol, headers in sorted(declared.items()):
         if symbol in defined_elsewhere:
             continue
         for name, parts in folders.items():
-            if any(part in header for part in parts):
+            if any(part in header for part in parts for header in headers):
                 out[name].append(symbol)
                 break
     return out
