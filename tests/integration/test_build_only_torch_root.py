@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_build_roots import LLVM_LIST, rocbuild, root  # noqa: F401 (the root fixture)
+from tests.integration.test_build_roots import LLVM_LIST, private_cache, rocbuild, root  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
 
@@ -90,8 +90,8 @@ def test_the_kit_takes_cpp_extensions_rocm_path(root, kit, tmp_path):  # noqa: F
     assert version.endswith("+rocm7.2.buildonly") and hip.startswith("7.2.") and cuda == "None" and is_hip == "True"
 
 
-def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, project, tmp_path):  # noqa: F811
-    built = rocbuild(project, "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh")
+def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, project, tmp_path, private_cache):  # noqa: F811
+    built = rocbuild(project, "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh", env=private_cache)
     assert built.returncode == 0, built.stderr[-4000:]
     assert "built against a build-only torch: import not tried" in built.stderr
     (wheel,) = (tmp_path / "wh").glob("*.whl")
@@ -113,9 +113,10 @@ def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, projec
     assert refused.returncode == 2 and "build-only" in refused.stderr
 
 
-def test_a_cpu_torch_is_refused_before_compiling(root, kit, project, tmp_path):  # noqa: F811
+def test_a_cpu_torch_is_refused_before_compiling(root, kit, project, tmp_path, private_cache):  # noqa: F811
     """The root's own python3 holds Debian's CPU torch: the build stops at the torch gate (exit 3)."""
-    built = rocbuild(project, "--root", root, "--arch", ARCH, "--out", tmp_path / "wh", "--work", tmp_path / "work")
+    built = rocbuild(project, "--root", root, "--arch", ARCH, "--out", tmp_path / "wh", "--work", tmp_path / "work",
+                     env=private_cache)
     assert built.returncode == 3, built.stderr[-2000:]
     assert "CPU-only build" in built.stderr
     assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()

@@ -65,10 +65,10 @@ class Checker:
                     _wheel_contains(check, wheels)
                     self.progress.done(label, started)
                 case ImportCheck():
+                    if self._build_only(label):  # the first reason: with a GPU it would not load either
+                        continue
                     if not self.plan.host.gpu.usable:
                         self.progress.skipped(label, f"import {check.module} not tried: {self.plan.host.gpu.reason}")
-                        continue
-                    if self._build_only(label):
                         continue
                     if installed is None:
                         installed = self._install(wheels)
