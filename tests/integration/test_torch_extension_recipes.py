@@ -274,3 +274,25 @@ def test_cxx20_for_a_torch_that_needs_it(cli, tmp_path, rocm61, recipe, count, t
     assert bool(std) == cxx20
     if cxx20:
         assert std[0]["with"] == '"-std=c++20"' and std[0]["count"] == count and std[0]["file"] == "setup.py"
+
+
+@pytest.mark.parametrize("torch, rocm, refused", [("rocm6.1", "7.2.0", True), ("rocm6.2", "6.1.0", False)])
+def test_a_torch_for_another_rocm_major_stops_the_build(cli, tmp_path, torch, rocm, refused):
+    """torch never compares its HIP release with the toolchain's: rocbuild refuses another major (the
+    extension would link two HIP runtimes), before anything compiles; another minor of the same major loads."""
+    python, site = make_venv(tmp_path / "venv", torch)
+    for module in ("setuptools", "wheel", "packaging", "ninja"):  # so only the torch gate can refuse
+        (site / module).mkdir(exist_ok=True)
+        (site / module / "__init__.py").write_text("")
+    toolchain = make_rocm_tree(tmp_path / "opt", rocm)
+    src = tmp_path / "causal"
+    src.mkdir()
+    (src / "setup.py").write_text("raise SystemExit('the build ran')\n")
+    code, _, err = cli("build", "causal-conv1d", "--arch", "gfx90a", "--rocm", toolchain, "--python", python,
+                       "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
+    if refused:
+        assert code == 3, err
+        assert "built for ROCm 6.1, but this toolchain is ROCm 7.2" in err
+        assert not (tmp_path / "work" / "src").exists()
+    else:  # past the gate: the tree is prepared (the stand-in venv, without pip, then stops the build env)
+        assert "toolchain is ROCm" not in err and (tmp_path / "work" / "src" / "setup.py").is_file(), err

@@ -282,7 +282,22 @@ def _torch_problems(plan: Plan, env: PythonEnv | None, log: Path) -> list[str]:
     if env.torch.flavour != "rocm":
         return [(f"{env.torch.describe()}: building against it would give an extension that links CUDA "
                  f"(or none at all), not ROCm. Install a ROCm torch:\n  {_torch_fix(plan, env)}")]
-    return []
+    return _release_problems(plan, env.torch)
+
+
+def _release_problems(plan: Plan, torch: TorchInfo) -> list[str]:
+    """torch never compares its own HIP release with the toolchain's for ROCm (cpp_extension compiles
+    with whatever hipcc it finds): an extension built with ROCm 7 against a torch for ROCm 6 links
+    libamdhip64.so.7 beside torch's libamdhip64.so.6 and cannot load. Another minor of the same major
+    loads, so only the major is refused."""
+    built_for, toolchain = torch.rocm_version, plan.host.rocm.version
+    if built_for is None or toolchain is None or int(built_for.split(".")[0]) == toolchain.major:
+        return []
+    return [f"{torch.describe()}: it was built for ROCm {built_for}, but this toolchain is ROCm "
+            f"{toolchain.major}.{toolchain.minor}: the extension would link ROCm {toolchain.major}'s HIP runtime "
+            f"beside torch's ROCm {built_for.split('.')[0]} one and load nowhere. Build with a ROCm "
+            f"{built_for.split('.')[0]} toolchain (--rocm PATH, --root), or install torch for ROCm "
+            f"{toolchain.major}.{toolchain.minor}:\n  {_torch_fix(plan, PythonEnv(plan.host.python.executable, ''))}"]
 
 
 def _torch_fix(plan: Plan, env: PythonEnv) -> str:
