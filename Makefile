@@ -70,19 +70,18 @@ demo-bitsandbytes: system-deps setup
 real-builds: system-deps setup
 	$(BIN)/python scripts/real-builds.py --rocm $(REAL_ROCM) --recipes $(REAL_RECIPES) --results $(REAL_RESULTS) $(REAL_ARGS)
 
-# CI's real-ROCm lane: sources from this repository and PyPI only. llama-cpp-python and
-# stable-diffusion-cpp-python (from their sdists) for one target without FlashAttention kernels
-# (ggml's GGML_CUDA_FA=OFF): about 14 and 10 minutes on 2 cores; LightGBM and CuPy (sdists) for one
-# target: about 4 and 8 minutes. Horovod builds as far as it can without its PyTorch plugin: prepared,
-# configured and its HIP kernel library (--until kernels), whose device code is checked. causal-conv1d
-# against the root's build-only torch (about 10 minutes for gfx1100) stays in real-builds: with it the
-# run passed an hour on this kind of machine (the root tests compile a torch extension against the kit).
+# CI's real-ROCm lane: sources from this repository and PyPI only, within an hour for all of .ci/run on
+# 2 cores (lint and make test take about 20 minutes). LightGBM and CuPy (sdists) for one target: about 5
+# and 10 minutes; causal-conv1d (sdist) against the root's build-only ROCm torch (rocbuild root torch) for
+# one target: about 10 minutes. Horovod builds as far as it can without its PyTorch plugin: prepared,
+# configured and its HIP kernel library (--until kernels), whose device code is checked.
+# llama-cpp-python and stable-diffusion-cpp-python (sdists, without FlashAttention kernels) took 28 and
+# about 15 minutes in a clean run here: they are in make real-builds (their records are in results.json).
 real-builds-ci: system-deps setup
 	$(BIN)/python scripts/real-builds.py --rocm 7.2 \
-	  --recipes hello-hip,llama-cpp-python,stable-diffusion-cpp-python,lightgbm,cupy,horovod \
-	  --arch gfx1100,gfx942,gfx1201 --recipe-arch llama-cpp-python=gfx1100 \
-	  --recipe-arch stable-diffusion-cpp-python=gfx1100 --recipe-arch lightgbm=gfx1100 --recipe-arch cupy=gfx1100 \
-	  --set llama-cpp-python:flash_attention=off --set stable-diffusion-cpp-python:flash_attention=off \
+	  --recipes hello-hip,lightgbm,cupy,causal-conv1d,horovod \
+	  --arch gfx1100,gfx942,gfx1201 --recipe-arch lightgbm=gfx1100 --recipe-arch cupy=gfx1100 \
+	  --recipe-arch causal-conv1d=gfx1100 --torch-kit causal-conv1d \
 	  --sdist horovod=horovod==0.28.1 --set horovod:frameworks=none --set horovod:mpi=without \
 	  --until horovod=kernels --check-built 'horovod=build/horovod/**/libhorovod_cuda_kernels.a' \
 	  --results real-builds/results-ci.json
