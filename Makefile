@@ -72,7 +72,7 @@ real-builds: system-deps setup
 
 # CI's real-ROCm lane: sources from this repository and PyPI only, within an hour for all of .ci/run on
 # 2 cores (lint and make test take about 20 minutes). LightGBM and CuPy (sdists) for one target: 9 and
-# over 10 minutes in a clean run here; causal-conv1d (sdist) against the root's build-only ROCm torch (rocbuild root torch) for
+# 19 minutes in a clean run here (the lane about 40 minutes in all); causal-conv1d (sdist) against the root's build-only ROCm torch (rocbuild root torch) for
 # one target: about 10 minutes. Horovod builds as far as it can without its PyTorch plugin: prepared,
 # configured and its HIP kernel library (--until kernels), whose device code is checked.
 # llama-cpp-python and stable-diffusion-cpp-python (sdists, without FlashAttention kernels) took 28 and
