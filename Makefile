@@ -70,10 +70,10 @@ demo-bitsandbytes: system-deps setup
 real-builds: system-deps setup
 	$(BIN)/python scripts/real-builds.py --rocm $(REAL_ROCM) --recipes $(REAL_RECIPES) --results $(REAL_RESULTS) $(REAL_ARGS)
 
-# CI's real-ROCm lane: sources from this repository and PyPI only, within an hour for all of .ci/run on
-# 2 cores (lint and make test take about 20 minutes). LightGBM and CuPy (sdists) for one target: 9 and
-# 19 minutes in a clean run here (the lane about 40 minutes in all); causal-conv1d (sdist) against the root's build-only ROCm torch (rocbuild root torch) for
-# one target: about 10 minutes. Horovod builds as far as it can without its PyTorch plugin: prepared,
+# CI's real-ROCm lane: sources from this repository and PyPI only; all of .ci/run took about an hour on
+# 2 cores (lint and make test about 20 minutes). LightGBM and CuPy (sdists) for one target: 9 and 19
+# minutes in a clean run here; causal-conv1d (sdist) against the root's build-only ROCm torch
+# (rocbuild root torch) for one target: about 10 minutes. Horovod builds as far as it can without its PyTorch plugin: prepared,
 # configured and its HIP kernel library (--until kernels), whose device code is checked.
 # llama-cpp-python and stable-diffusion-cpp-python (sdists, without FlashAttention kernels) took 28 and
 # about 15 minutes in a clean run here: they are in make real-builds (their records are in results.json).
