@@ -185,7 +185,11 @@ def test_recipes_new_writes_a_starter_that_lints(cli, tmp_path, monkeypatch):
     path = tmp_path / "my-ext.yaml"
     first, second = path.read_text().splitlines()[:2]
     assert out.strip() == "my-ext.yaml" and second.startswith("# my-ext: a rocbuild recipe.")
-    assert first.startswith("# yaml-language-server: $schema=file://") and first.endswith("/recipe.schema.json")
+    assert first == "# yaml-language-server: $schema=rocbuild-recipe.schema.json"  # beside it, wherever it is shared
+    assert "rocbuild recipes schema -o" in err
+    code, _, err = cli("recipes", "schema", "-o", tmp_path / "rocbuild-recipe.schema.json")  # what the line names
+    assert code == 0, err
+    assert json.loads((tmp_path / "rocbuild-recipe.schema.json").read_text())["title"].startswith("rocbuild recipe")
     code, out, err = cli("recipes", "lint", path)
     assert code == 0, err
     assert out.strip() == f"{path}: ok (my-ext 0.1.0, 1 steps)"

@@ -44,7 +44,11 @@ def test_shipped_recipes_validate(validator, path):
 
 def test_the_starter_names_the_schema_and_validates(validator, tmp_path):
     text = starter_recipe("mypkg")
-    assert text.splitlines()[0] == f"# yaml-language-server: $schema={schema_file().as_uri()}"
+    # A path beside the recipe (editors resolve it against the recipe's folder), never this install's file://
+    # path, which means nothing where the recipe is shared; the header says how to write the file.
+    assert text.splitlines()[0] == "# yaml-language-server: $schema=rocbuild-recipe.schema.json"
+    assert "`rocbuild recipes schema -o rocbuild-recipe.schema.json` writes it beside this file" in text
+    assert "file://" not in text and str(schema_file().parent) not in text
     assert list(validator.iter_errors(yaml.safe_load(text))) == []
     load_recipe_text(text, tmp_path / "mypkg.yaml")  # and the loader agrees
 

@@ -36,7 +36,11 @@ def register(sub: Subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: ./NAME.yaml)")
     p.add_argument("--sdist", metavar="NAME==VERSION",
                    help="draft the recipe from this release's sdist: its build backend, CMake files and setup.py "
-                        "are read for the HIP switches and target variables (nothing is built)")
+                        "(and a torch extension's op_builder/) are read for the HIP switches, target variables and "
+                        "traps (nothing is built)")
+    p.add_argument("--arch", metavar="LIST",
+                   help="with --sdist: the targets the draft is for, checked against the arch allow-lists found "
+                        "(comma-separated, e.g. gfx1100,gfx942)")
     p = action(acts, COMMAND, "add", cmd_add, "add a recipe source: a git repository or a folder")
     p.add_argument("location", metavar="URL|PATH")
     p.add_argument("--ref", help="the branch, tag or commit of the recipe repository (default: its HEAD)")
@@ -124,6 +128,8 @@ def cmd_lint(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.detect.arch import parse_arch_list
+    from rocbuild.recipe.schema import SCHEMA_BESIDE
     from rocbuild.recipe.shapes import NAME_RE
     from rocbuild.recipe.starter import starter_recipe
 
@@ -131,10 +137,13 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
     if not NAME_RE.match(name):
         raise UsageError(f"{name!r} is not a valid recipe name",
                          hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
+    if args.arch is not None and not args.sdist:
+        raise UsageError("--arch is for drafts: give it with --sdist NAME==VERSION")
+    archs = parse_arch_list(args.arch) if args.arch is not None else []
     out = Path(args.output or f"{name}.yaml")
     if out.exists():  # never overwrite someone's recipe (checked again when writing)
         raise UsageError(f"{out} already exists", hint="give another -o FILE, or remove it first")
-    text = _draft(name, args.sdist) if args.sdist else starter_recipe(name)
+    text = _draft(name, args.sdist, archs) if args.sdist else starter_recipe(name)
     try:
         with open(out, "x", encoding="utf-8") as fh:
             fh.write(text)
@@ -143,18 +152,19 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     print(out)
-    print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch gfx90a`",
-          file=sys.stderr)
+    print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch {(archs or ['gfx90a'])[0]}`"
+          f"; for your editor, `rocbuild recipes schema -o {out.parent / SCHEMA_BESIDE}`", file=sys.stderr)
     return 0
 
 
-def _draft(name: str, requirement: str) -> str:
+def _draft(name: str, requirement: str, archs: list[str]) -> str:
     """Fetch the sdist (from the index, building nothing), unpack it aside and read its build files."""
     import tempfile
 
     from rocbuild.paths import cache_root
     from rocbuild.progress import Progress
     from rocbuild.recipe.draft import draft_recipe, read_tree
+    from rocbuild.recipe.draft_torch_text import draft_notes
     from rocbuild.source.sdist import fetch_sdist
     from rocbuild.source.spec import SDIST_ACCEPTED, SdistSource, sdist_problem
 
@@ -166,9 +176,9 @@ def _draft(name: str, requirement: str) -> str:
     with tempfile.TemporaryDirectory(prefix="rocbuild-draft-") as tmp:
         sha256 = fetch_sdist(spec, Path(tmp) / "src", lambda line: say(f"    {line}"))
         reading = read_tree(Path(tmp) / "src")
-    for note in reading.notes:
+    for note in reading.notes + (draft_notes(reading.torch, archs, reading.requires) if reading.torch else []):
         say(f"note: {note}")
-    return draft_recipe(name, requirement, sha256, reading)
+    return draft_recipe(name, requirement, sha256, reading, archs)
 
 
 def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:

@@ -2,8 +2,10 @@
 
 The sdist is read, not built: its build backend (pyproject.toml), its CMake files and setup.py are
 searched for the switches that turn a HIP/ROCm backend on and the variables that name the GPU
-targets. What is found goes into the draft with the file and line it came from; what cannot be
-decided is said in the draft, so a person finishes it knowing what was guessed."""
+targets. A PyTorch extension is read for what torch.utils.cpp_extension leaves to each package
+(draft_torch.py) and drafted like the shipped torch-extension recipes (draft_torch_text.py). What is
+found goes into the draft with the file and line it came from; what cannot be decided is said in the
+draft, so a person finishes it knowing what was guessed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.compat import tomllib
-from rocbuild.recipe.schema import schema_file
+from rocbuild.recipe.draft_pysrc import read_python
+from rocbuild.recipe.draft_torch import TorchReading, missing_submodules, read_torch
+from rocbuild.recipe.draft_torch_text import torch_draft
+from rocbuild.recipe.schema import MODELINE, MODELINE_HINT
 
 # Switches that turn a ROCm backend on, as projects spell them, and how each is set.
 SWITCHES = ("USE_ROCM", "USE_HIP", "GGML_HIP", "WITH_HIP", "FAISS_ENABLE_ROCM", "CUPY_INSTALL_USE_HIP", "SD_HIPBLAS",
@@ -43,6 +48,8 @@ class Reading:
     switches: list[Found] = field(default_factory=list)
     archs: list[Found] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)  # build-system.requires
+    cmake_args: tuple[str, str] | None = None  # (where, separator): setup.py passes $CMAKE_ARGS on to cmake
+    torch: TorchReading | None = None  # a PyTorch extension
     notes: list[str] = field(default_factory=list)  # what could not be decided
 
     @property
@@ -58,6 +65,20 @@ def read_tree(tree: Path) -> Reading:
     for path in [tree / "setup.py", *sorted(tree.glob("install/**/*.py"))[:50]]:
         if path.is_file():
             _scan(tree, path, reading, "env")
+    reading.torch = read_torch(tree)
+    if (tree / "setup.py").is_file():
+        reads = [r for r in read_python(tree, tree / "setup.py").env if r.name == "CMAKE_ARGS"]
+        reading.cmake_args = (reads[0].where, next((r.split for r in reads if r.split), " ")) if reads else None
+    if reading.torch is None:
+        _cmake_notes(reading)
+        reading.notes += missing_submodules(tree, [])  # a torch extension's reading has its own, with setup.py's
+    if reading.backend is None:
+        reading.notes.append("no [build-system] in pyproject.toml: pip falls back to setuptools (setup.py)")
+    return reading
+
+
+def _cmake_notes(reading: Reading) -> None:
+    """What a project that is no torch extension leaves undecided: its switch and its targets."""
     if not reading.switches:
         reading.notes.append("no known HIP/ROCm switch in its build files (looked for: " + ", ".join(SWITCHES)
                              + "): this draft builds what the project builds by default, probably for the CPU "
@@ -67,9 +88,6 @@ def read_tree(tree: Path) -> Reading:
     if reading.switches and not reading.archs and not reading.hip_language:
         reading.notes.append("no variable naming the GPU targets was found (looked for: " + ", ".join(ARCH_VARIABLES)
                              + "): the build may compile for a default list, or for the GPUs of the build machine")
-    if reading.backend is None:
-        reading.notes.append("no [build-system] in pyproject.toml: pip falls back to setuptools (setup.py)")
-    return reading
 
 
 def _read_pyproject(tree: Path, reading: Reading) -> None:
@@ -123,14 +141,19 @@ def _note(found: list[Found], names: tuple[str, ...], code: str, where: str, how
             found.append(Found(name, where, how))
 
 
-def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading) -> str:
-    """The recipe text: a wheel step that turns on what was found, with comments saying where."""
-    lines = [f"# yaml-language-server: $schema={schema_file().as_uri()}",
+def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading, archs: list[str] | None = None) -> str:
+    """The recipe text: a wheel step that turns on what was found, with comments saying where. `archs`, the
+    targets it is meant for, are checked against allow-lists found in a torch extension's build files."""
+    lines = [MODELINE,
              f"# {name}: a draft recipe written by `rocbuild recipes new {name} --sdist {requirement}` from the",
              "# sdist's own build files. Check every line marked DRAFT, then `rocbuild recipes lint`, then",
-             f"# `rocbuild plan {name}.yaml --arch gfx1100` shows every command before anything runs.",
+             f"# `rocbuild plan {name}.yaml --arch {(archs or ['gfx1100'])[0]}` shows every command before anything runs.",
+             MODELINE_HINT,
              f"# Build backend: {reading.backend or 'none declared (setuptools)'}; "
              f"build-system.requires: {', '.join(reading.requires) or '-'}."]
+    if reading.torch is not None:
+        lines += [f"# DRAFT: {note}" for note in reading.notes]
+        return "\n".join(torch_draft(lines, name, requirement, sha256, reading.torch, archs or [], reading.requires))
     lines += [f"# Found: {f.name} ({'CMake' if f.how == 'cmake' else 'environment'}) at {f.where}"
               for f in reading.switches + reading.archs]
     if reading.hip_language:
@@ -149,6 +172,9 @@ def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading) -> 
     if defines and reading.scikit_build:
         lines += ["      config-settings:"] + [f'        cmake.define.{k}: "{v}"' for k, v in defines.items()]
         lines.append('        build-dir: "${{ build }}"')
+    elif defines and reading.cmake_args:
+        lines[-1] = "  - wheel: {}"
+        lines[lines.index("steps:"):lines.index("steps:")] = _cmake_args(defines, reading.cmake_args, "env:" in lines)
     elif defines:
         lines[-1] = "  - wheel: {}"
         lines.insert(lines.index("steps:"), "# DRAFT: these CMake switches were found but the backend is not "
@@ -159,6 +185,16 @@ def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading) -> 
     lines += ["", "verify:", "  # Every wheel is checked for device code for each requested arch (built in); name the",
               "  # library that must carry it once the first build shows where it is.", f"  - import: {_module(name)}", ""]
     return "\n".join(lines)
+
+
+def _cmake_args(defines: dict[str, str], cmake_args: tuple[str, str], have_env: bool) -> list[str]:
+    """The CMake switches as $CMAKE_ARGS, which setup.py passes on to cmake (split as it splits it)."""
+    where, sep = cmake_args
+    joined = (" " if sep.strip() == "" else sep).join(f"-D{k}={v}" for k, v in defines.items())
+    lines = [] if have_env else ["env:"]
+    lines += [f"  # setup.py passes CMAKE_ARGS on to cmake ({where}), split on {sep!r}: no value may hold one",
+              f'  CMAKE_ARGS: "{joined}"', ""]
+    return lines
 
 
 def _settings(reading: Reading) -> tuple[dict[str, str], dict[str, str]]:

@@ -13,6 +13,13 @@ import rocbuild.recipe.keys as keys
 from rocbuild.recipe.model import SCHEMA_VERSION
 
 SCHEMA_FILE = "recipe.schema.json"
+# What the first line of a starter or a draft names: a schema file beside the recipe, which editors
+# (yaml-language-server) resolve against the recipe's own folder and `rocbuild recipes schema -o` writes.
+# A file:// path of this install would mean nothing on the machine the recipe is shared to.
+SCHEMA_BESIDE = "rocbuild-recipe.schema.json"
+MODELINE = f"# yaml-language-server: $schema={SCHEMA_BESIDE}"
+MODELINE_HINT = (f"# The schema the first line names: `rocbuild recipes schema -o {SCHEMA_BESIDE}` writes it "
+                 "beside this file.")
 
 
 def recipe_schema() -> dict[str, Any]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from rocbuild.recipe.schema import schema_file
+from rocbuild.recipe.schema import MODELINE, MODELINE_HINT
 
 STARTER = """\
-# yaml-language-server: $schema={schema}
+{modeline}
 # {name}: a rocbuild recipe. Check it with `rocbuild recipes lint {name}.yaml`,
 # see every command it would run with `rocbuild plan {name}.yaml --arch gfx90a`,
 # build it with `rocbuild {name}.yaml --arch gfx90a`.
+{hint}
 # Values may use templates: ${{{{ archs | join(';') }}}}, ${{{{ rocm.path }}}},
 # ${{{{ rocm.version >= '6.1' }}}}, ${{{{ python }}}}, ${{{{ jobs }}}}, ${{{{ options.NAME }}}}.
 schema: 1
@@ -54,6 +55,7 @@ verify:
 
 
 def starter_recipe(name: str) -> str:
-    """The first line points editors (yaml-language-server: VS Code, Neovim, Helix...) at the shipped schema."""
+    """The first line points editors (yaml-language-server: VS Code, Neovim, Helix...) at the schema, in a
+    file beside the recipe that `rocbuild recipes schema -o` writes (a path that holds wherever it is shared)."""
     module = name.replace("-", "_").replace(".", "_")
-    return STARTER.format(name=name, module=module, schema=schema_file().as_uri())
+    return STARTER.format(name=name, module=module, modeline=MODELINE, hint=MODELINE_HINT)

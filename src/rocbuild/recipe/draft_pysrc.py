@@ -1,0 +1,278 @@
+"""What a project's Python build files (setup.py, op_builder/) say, read with `ast` and never run.
+
+The drafter needs more than names: which environment variables are read and how (their default, the value
+they are compared with, what they are split on), and on which side of a CUDA/HIP test each string sits, so
+a CUDA-only flag in a HIP branch can be told from one in a CUDA branch. A test decides a side only when it
+names a HIP marker (torch.version.hip, IS_HIP_EXTENSION, a name holding HIP or ROCm) or a CUDA marker
+(torch.version.cuda, CUDA_HOME, nvcc's version); `torch.cuda` is both on ROCm, so it decides nothing."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# A side of the build a piece of code runs on: "hip", "cuda", "unknown" (a test that reads a marker but does
+# not decide, e.g. `A or B`), or "any" (no test on the way names one).
+Side = str
+CUDA_NAMES = frozenset({"torch.version.cuda", "CUDA_HOME", "CUDA_PATH", "cuda_home", "cuda_version",
+                        "bare_metal_version", "TORCH_CUDA_ARCH_LIST", "nvcc"})
+HIP_WORD = re.compile(r"(?:^|[._])(?:hip|rocm|is_rocm\w*|amd)(?:$|[._])", re.IGNORECASE)
+# The environment's readers, matched by their last parts (`os.` may be imported under another name).
+ENV_CALLS = ("environ.get", "getenv")
+ENV_HELPER = re.compile(r"(?:^|_)env(?:$|_)|getenv", re.IGNORECASE)  # get_env_if_set, is_env_set, ...
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
+GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+@dataclass(frozen=True)
+class EnvRead:
+    name: str
+    where: str  # file:line
+    default: str | None = None  # its literal default
+    on: str | None = None  # the literal it is compared with (`== "TRUE"`): the value that turns it on
+    split: str | None = None  # what it is split on (" " for .split()), None when it is not split
+    in_arch_flag: bool = False  # read inside the f-string of an --offload-arch flag
+    side: Side = "any"
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string literal (an f-string's literal parts joined by {}), and the side of the build it is on."""
+
+    text: str
+    where: str
+    side: Side
+    guard: str | None  # where the test that left the side undecided is
+    conds: tuple[str, ...] = ()  # the variables the tests it sits under (in their true branch) read
+
+
+@dataclass
+class PyFacts:
+    env: list[EnvRead] = field(default_factory=list)
+    env_writes: list[tuple[str, str]] = field(default_factory=list)  # (name, where) the file sets itself
+    texts: list[Text] = field(default_factory=list)
+    commands: list[Text] = field(default_factory=list)  # the program of each argv-like list given to a call
+    names: list[tuple[str, str]] = field(default_factory=list)  # dotted names used (and called), with where
+    gfx_lists: list[tuple[tuple[str, ...], str, bool]] = field(default_factory=list)  # (targets, where, tested with in)
+    imports: list[str] = field(default_factory=list)  # top-level module names imported
+    guards: dict[str, list[str]] = field(default_factory=dict)  # where of an undeciding test -> env names it reads
+    gpu_tests: list[tuple[str, list[str]]] = field(default_factory=list)  # torch.cuda.is_available() in a test:
+    # (where, the variables the same test reads): one of them may take the branch without a GPU
+    unreadable: str | None = None  # why the file could not be parsed
+
+
+def read_python(tree: Path, path: Path) -> PyFacts:
+    facts = PyFacts()
+    rel = path.relative_to(tree)
+    try:
+        module = ast.parse(path.read_text(errors="replace"), filename=str(rel))
+        _Walker(str(rel), facts).walk(module, "any", None)
+        facts.gfx_lists = _tested_lists(module, str(rel))
+    except (OSError, SyntaxError, ValueError, RecursionError) as exc:  # Python 2, NUL bytes, absurd nesting
+        return PyFacts(unreadable=f"{rel}: {exc.__class__.__name__}")
+    return facts
+
+
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` for an Attribute chain on a Name; '' for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return ""
+
+
+class _Walker:
+    def __init__(self, rel: str, facts: PyFacts):
+        self.rel, self.facts = rel, facts
+        self.parents: dict[int, ast.AST] = {}
+
+    def walk(self, node: ast.AST, side: Side, guard: str | None, conds: tuple[str, ...] = ()) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.parents[id(child)] = node
+        if isinstance(node, ast.If | ast.IfExp):
+            self._branch(node, side, guard, conds)
+            return
+        self._record(node, side, guard, conds)
+        for child in ast.iter_child_nodes(node):
+            self.walk(child, side, guard, conds)
+
+    def _branch(self, node: ast.If | ast.IfExp, side: Side, guard: str | None, conds: tuple[str, ...]) -> None:
+        """The body runs on the side the test decides, the else part on the other; a decided side stays."""
+        self.walk(node.test, side, guard, conds)
+        asks = [n for n in ast.walk(node.test) if isinstance(n, ast.Call) and dotted(n.func) == "torch.cuda.is_available"]
+        if asks:
+            self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", _env_names(node.test)))
+        found = test_side(node.test)
+        body, other, here = side, side, guard
+        if side in ("any", "unknown") and found in ("hip", "cuda"):
+            body, other = found, {"hip": "cuda", "cuda": "hip"}[found]
+        elif side == "any" and found == "unknown":
+            body = other = "unknown"
+            here = f"{self.rel}:{node.lineno}"
+            self.facts.guards[here] = _env_names(node.test)
+        for part, part_side, part_conds in ((node.body, body, (*conds, *_env_names(node.test))),
+                                            (node.orelse, other, conds)):
+            for child in part if isinstance(part, list) else [part]:
+                self.parents[id(child)] = node
+                self.walk(child, part_side, here, part_conds)
+
+    def _record(self, node: ast.AST, side: Side, guard: str | None, conds: tuple[str, ...]) -> None:
+        where = f"{self.rel}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Import):
+            self.facts.imports += [a.name.split(".")[0] for a in node.names]
+            self.facts.names += [(a.name, where) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            self.facts.imports.append(node.module.split(".")[0])
+            self.facts.names += [(f"{node.module}.{a.name}", where) for a in node.names]
+        elif isinstance(node, ast.Attribute | ast.Name) and not isinstance(self.parents.get(id(node)), ast.Attribute):
+            name = dotted(node)
+            if name:
+                self.facts.names.append((name, where))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and not self._in_fstring(node):
+            self.facts.texts.append(Text(node.value, where, side, guard, conds))
+        elif isinstance(node, ast.Call):
+            self.facts.commands += [Text(a.elts[0].value, where, side, guard) for a in node.args
+                                    if isinstance(a, ast.List | ast.Tuple) and a.elts
+                                    and isinstance(a.elts[0], ast.Constant) and isinstance(a.elts[0].value, str)]
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
+                           for v in node.values)
+            self.facts.texts.append(Text(text, where, side, guard, conds))
+        self._env(node, where, side)
+
+    def _in_fstring(self, node: ast.AST) -> bool:
+        return isinstance(self.parents.get(id(node)), ast.JoinedStr)
+
+    def _env(self, node: ast.AST, where: str, side: Side) -> None:
+        name, store = env_name(node)
+        if name is None:
+            return
+        if store:
+            self.facts.env_writes.append((name, where))
+            return
+        args = node.args if isinstance(node, ast.Call) else []
+        default = args[1].value if len(args) > 1 and isinstance(args[1], ast.Constant) else None
+        split, on = self._use(node)
+        self.facts.env.append(EnvRead(name, where, None if default is None else str(default), on, split,
+                                      self._in_arch_flag(node), side))
+
+    def _use(self, node: ast.AST) -> tuple[str | None, str | None]:
+        """(what the value is split on, the literal it is compared with), through one .lower()/.strip()."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in ("lower", "upper", "strip"):
+            node = self.parents.get(id(parent), parent)
+            parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr == "split":
+            call = self.parents.get(id(parent))
+            args = call.args if isinstance(call, ast.Call) else []
+            first = args[0] if args else None
+            return (first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else " "), None
+        if isinstance(parent, ast.Compare) and isinstance(parent.ops[0], ast.Eq | ast.NotEq):
+            other = parent.comparators[0] if parent.left is node else parent.left
+            if isinstance(other, ast.Constant) and isinstance(other.value, str) and isinstance(parent.ops[0], ast.Eq):
+                return None, other.value
+        return None, None
+
+    def _in_arch_flag(self, node: ast.AST) -> bool:
+        parent = self.parents.get(id(node))
+        while parent is not None and not isinstance(parent, ast.stmt):
+            if isinstance(parent, ast.JoinedStr):
+                return any(isinstance(v, ast.Constant) and "offload-arch" in str(v.value) for v in parent.values)
+            parent = self.parents.get(id(parent))
+        return False
+
+
+def env_name(node: ast.AST) -> tuple[str | None, bool]:
+    """(the variable a node reads or sets, whether it sets it): the environment's get, getenv, [NAME],
+    `NAME in` it, and helpers named like get_env_if_set("NAME")."""
+    if isinstance(node, ast.Call):
+        func = dotted(node.func)
+        first = node.args[0] if node.args else None
+        literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+        reader = func.endswith(ENV_CALLS) and func.split(".")[-1] in ("get", "getenv")
+        if literal and (reader or (ENV_HELPER.search(func.split(".")[-1]) and ENV_NAME.match(literal))):
+            return literal, False
+    if isinstance(node, ast.Subscript) and dotted(node.value).split(".")[-1] == "environ":
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value, isinstance(node.ctx, ast.Store)
+    if (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn)
+            and dotted(node.comparators[0]).split(".")[-1] == "environ"
+            and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
+        return node.left.value, False
+    return None, False
+
+
+def _env_names(node: ast.AST) -> list[str]:
+    return [name for sub in ast.walk(node) for name, store in [env_name(sub)] if name and not store]
+
+
+def test_side(node: ast.AST) -> Side | None:
+    """The side a test's true branch is on; None when it names no CUDA or HIP marker."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _flip(test_side(node.operand))
+    if isinstance(node, ast.BoolOp):
+        sides = [s for s in (test_side(v) for v in node.values) if s is not None]
+        decided = {s for s in sides if s != "unknown"}
+        if isinstance(node.op, ast.And) and len(decided) == 1:
+            return decided.pop()  # every part must hold: one decided part decides
+        if isinstance(node.op, ast.Or) and len(decided) == 1 and len(sides) == len(node.values) and "unknown" not in sides:
+            return decided.pop()
+        return "unknown" if sides else None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare_side(node)
+    return _marker(node)
+
+
+def _compare_side(node: ast.Compare) -> Side | None:
+    op, right = node.ops[0], node.comparators[0]
+    left = _marker(node.left)
+    negate = isinstance(op, ast.NotEq | ast.IsNot | ast.NotIn)
+    if isinstance(right, ast.Constant) and right.value is None:  # X is None: the other side of X
+        return left if isinstance(op, ast.IsNot) else _flip(left)
+    if isinstance(right, ast.Constant) and isinstance(right.value, str) and right.value.lower() in ("rocm", "hip", "cuda"):
+        side = "cuda" if right.value.lower() == "cuda" else "hip"
+        return _flip(side) if negate else side
+    return left or _marker(right)
+
+
+def _marker(node: ast.AST) -> Side | None:
+    if isinstance(node, ast.Call):
+        name, _ = env_name(node)
+        if name is not None:
+            return "hip" if HIP_WORD.search(name) else "cuda" if name in CUDA_NAMES else None
+        node = node.func
+    name = dotted(node)
+    if not name or name.startswith("torch.cuda"):
+        return None  # torch.cuda is the GPU module on ROCm too
+    if name in CUDA_NAMES or name.split(".")[-1] in CUDA_NAMES:
+        return "cuda"
+    return "hip" if HIP_WORD.search(name) else None
+
+
+def _flip(side: Side | None) -> Side | None:
+    return {"hip": "cuda", "cuda": "hip"}.get(side or "", side)
+
+
+def _tested_lists(module: ast.Module, rel: str) -> list[tuple[tuple[str, ...], str, bool]]:
+    """Lists of gfx literals, and whether something is tested for membership in them (`arch in allowed`)."""
+    members = [n.comparators[0] for n in ast.walk(module)
+               if isinstance(n, ast.Compare) and isinstance(n.ops[0], ast.In | ast.NotIn)]
+    tested, literal = {dotted(m) for m in members} - {""}, {id(m) for m in members}
+    assigned: dict[int, str] = {id(n.value): dotted(n.targets[0]) for n in ast.walk(module)
+                                if isinstance(n, ast.Assign) and len(n.targets) == 1}
+    found = []
+    for node in ast.walk(module):
+        if not isinstance(node, ast.List | ast.Tuple | ast.Set) or not node.elts:
+            continue
+        items = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        targets = tuple(i for i in items if GFX.match(i))
+        if len(items) == len(node.elts) and targets and all(GFX.match(i) or i == "native" for i in items):
+            name = assigned.get(id(node), "")
+            found.append((targets, f"{rel}:{node.lineno}", name in tested or id(node) in literal))
+    return found

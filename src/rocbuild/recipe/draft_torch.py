@@ -1,0 +1,320 @@
+"""Whether an sdist is a PyTorch extension, and what its build files say about building it for ROCm.
+
+torch.utils.cpp_extension hipifies CUDA sources and compiles them with hipcc when the torch it runs with is a
+ROCm build, but each package hides the rest behind its own variables and traps: an arch variable of its own
+(with its own separator) that makes torch ignore PYTORCH_ROCM_ARCH, an allow-list of targets, a GPU build
+that only happens when a GPU is visible, kernels compiled at run time, a prebuilt wheel downloaded instead
+of compiling. Everything here is read from setup.py and op_builder/ (draft_pysrc.py); what the reading
+cannot decide becomes a note, with the file and line to look at."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocbuild.recipe.draft_pysrc import EnvRead, PyFacts, Text, read_python
+
+CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
+                       r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
+                       r"|-arch=sm_\w+|-?-diag-suppress\b.*|-Xcudafe\b.*)$")
+FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$|^BUILD_\w*EXT$")
+SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
+JOBS = re.compile(r"^MAX_JOBS$|_JOBS$|THREADS$|PARALLEL")
+TARGET = re.compile(r"(?:^|_)BUILD_TARGET$|TARGET_DEVICE$")
+ROCM_WORD = re.compile(r"(?:^|_)(?:HIP|ROCM|AMD)(?:_|$)")
+HOMES = ("ROCM_HOME", "ROCM_PATH", "HIP_PATH")
+VENDOR_DIRS = ("third_party", "third-party", "thirdparty", "3rdparty", "external", "extern", "vendor", "deps", "submodules")
+MAX_PY_FILES = 3000  # package files searched for run-time compilation
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable the build reads: what kind it is, what the draft sets it to (None: left unset), and why."""
+
+    name: str
+    where: str
+    kind: str  # arch, switch, force, skip, jobs, home, cuda (a CUDA-only knob), option (of its HIP build), other
+    value: str | None
+    why: str
+
+
+@dataclass
+class TorchReading:
+    marker: str  # "torch.utils.cpp_extension at setup.py:27"
+    jit: str | None = None  # where kernels are compiled at run time
+    arch_flag: str | None = None  # where it writes --offload-arch itself (torch then ignores PYTORCH_ROCM_ARCH)
+    rocm_aware: list[str] = field(default_factory=list)  # "IS_HIP_EXTENSION at setup.py:29"
+    variables: list[Var] = field(default_factory=list)
+    allow_lists: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    python: list[str] = field(default_factory=list)  # modules setup.py imports that the build must have
+    cmake: bool = False  # setup.py runs cmake itself
+    notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
+
+
+def read_torch(tree: Path) -> TorchReading | None:
+    """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension."""
+    files = [p for p in [tree / "setup.py", *sorted((tree / "op_builder").glob("*.py"))] if p.is_file()]
+    facts = [read_python(tree, p) for p in files]
+    marker = _first(facts, lambda n: "cpp_extension" in n or n.split(".")[-1] in ("CUDAExtension", "BuildExtension"))
+    if marker is None:  # a file this Python cannot parse (Python 2, say) is searched as text
+        marker = next(((n, f"{p.relative_to(tree)}") for p, f in zip(files, facts) if f.unreadable
+                       for n in ["cpp_extension"] if n in p.read_text(errors="replace")), None)
+    if marker is None:
+        return None
+    reading = TorchReading(marker=f"torch.utils.cpp_extension at {marker[1]}")
+    reading.notes += [f"{f.unreadable}: not parsed (not Python 3?), nothing was read from it: check it by hand"
+                      for f in facts if f.unreadable]
+    reading.rocm_aware = _rocm_markers(facts)
+    reading.jit = _jit(tree, facts)
+    reading.arch_flag = next((t.where for f in facts for t in f.texts if "offload-arch" in t.text and t.side != "cuda"), None)
+    reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware))
+    reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
+    reading.python = _imports(tree, facts[0] if files[0].name == "setup.py" else PyFacts())
+    reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
+    reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
+    reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
+    return reading
+
+
+def _first(facts: list[PyFacts], match: Callable[[str], bool]) -> tuple[str, str] | None:
+    """The first dotted name (and where) that matches, in the order the files were read."""
+    return next(((name, where) for f in facts for name, where in f.names if match(name)), None)
+
+
+def _rocm_markers(facts: list[PyFacts]) -> list[str]:
+    found = []
+    for label, match in (("torch.version.hip", lambda n: n == "torch.version.hip"),
+                         ("IS_HIP_EXTENSION", lambda n: n.split(".")[-1] == "IS_HIP_EXTENSION"),
+                         ("ROCM_HOME", lambda n: n.split(".")[-1] == "ROCM_HOME"),
+                         ("is_rocm_pytorch", lambda n: "is_rocm_pytorch" in n)):
+        hit = _first(facts, match)
+        if hit:
+            found.append(f"{label} at {hit[1]}")
+    return found
+
+
+def _jit(tree: Path, facts: list[PyFacts]) -> str | None:
+    """Where kernels are compiled at run time: cpp_extension's load/load_inline, in the build files or the
+    package's own modules (searched as text: they are not all Python 3 that this ast reads)."""
+    hit = _first(facts, lambda n: n.endswith(("cpp_extension.load", "cpp_extension.load_inline")))
+    if hit:
+        return hit[1]
+    pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\(")
+    # The package's own modules only (a top-level folder with __init__.py): vendored trees have their own.
+    packages = [p for p in sorted(tree.iterdir()) if (p / "__init__.py").is_file() and p.name not in ("tests", "test")]
+    for path in [p for pkg in packages for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]:
+        text = path.read_text(errors="replace")
+        match = pattern.search(text)
+        if match:
+            return f"{path.relative_to(tree)}:{text.count(chr(10), 0, match.start()) + 1}"
+    return None
+
+
+def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool) -> list[Var]:
+    """Each variable once, at its first read, in the order the files read them."""
+    # Variables whose tests lead to CUDA-only flags that are not behind a CUDA test: setting one takes them.
+    leading = {name for f in facts for t in f.texts if t.side != "cuda" and CUDA_FLAG.match(t.text) for name in t.conds}
+    own_flag = any("offload-arch" in t.text and t.side != "cuda" for f in facts for t in f.texts)
+    out: dict[str, Var] = {}
+    for f in facts:
+        for read in f.env:
+            if read.name not in out:
+                reads = [r for g in facts for r in g.env if r.name == read.name]
+                var = _var(read.name, read.where, reads, gpu_gated and aware, leading)
+                out[read.name] = _settled(var, reads, own_flag)
+    return list(out.values())
+
+
+def _settled(var: Var, reads: list[EnvRead], own_flag: bool) -> Var:
+    """An arch variable is the package's own only where it writes --offload-arch itself and reads it outside
+    a CUDA branch; a variable read only in HIP branches is an option of its ROCm build."""
+    if var.kind == "arch" and var.name != "PYTORCH_ROCM_ARCH" and (
+            not own_flag or all(r.side == "cuda" for r in reads)):
+        return Var(var.name, var.where, "other", None, "")
+    if var.kind == "other" and all(r.side == "hip" for r in reads):
+        default = next((r.default for r in reads if r.default is not None), None)
+        return Var(var.name, var.where, "option", None, "an option of its ROCm build: left at its default"
+                   + (f" {default!r}" if default is not None else ""))
+    return var
+
+
+def _var(name: str, where: str, reads: list[EnvRead], gpu_gated: bool, leading: set[str]) -> Var:
+    on = next((r.on for r in reads if r.on), None) or "1"
+    if name in HOMES:
+        return Var(name, where, "home", None, "the ROCm prefix")
+    if "CUDA" in name and "ARCH" in name:
+        return Var(name, where, "cuda", None, "CUDA's targets: never set on ROCm")
+    if "ARCH" in name or name.endswith("_TARGETS"):
+        return _arch(name, where, reads)
+    if JOBS.search(name):
+        return Var(name, where, "jobs", "${{ jobs }}" if name == "MAX_JOBS" else None,
+                   "parallel compile jobs" if name == "MAX_JOBS" else "left at its default")
+    if SKIP.search(name):
+        return Var(name, where, "skip", None, "left unset: it skips or narrows the build")
+    if FORCE.search(name):
+        return _force(name, where, on, gpu_gated, leading)
+    if TARGET.search(name):
+        return Var(name, where, "switch", "rocm", "the backend to build")
+    if ROCM_WORD.search(name):
+        default = next((r.default for r in reads if r.default is not None), None)
+        return Var(name, where, "option", None, "an option of its ROCm build: left at its default"
+                   + (f" {default!r}" if default is not None else ""))
+    return Var(name, where, "other", None, "")
+
+
+def _arch(name: str, where: str, reads: list[EnvRead]) -> Var:
+    """The package's own arch variable, with the separator its reader splits on; one --offload-arch flag
+    takes a comma-separated list (clang splits it)."""
+    seps = {r.split for r in reads if r.split is not None} | {"," for r in reads if r.in_arch_flag}
+    default = next((r.default for r in reads if r.default), None)
+    sep = seps.pop() if len(seps) == 1 else None
+    why = {";": "';'-separated", " ": "space-separated", ",": "one --offload-arch flag, ','-separated"}.get(
+        sep or "", "its separator could not be decided: ';' guessed")
+    if default == "native":
+        why += "; its default 'native' needs a GPU at build time"
+    value = "${{ archs | join('" + (sep or ";") + "') }}"
+    return Var(name, where, "arch", value, why)
+
+
+def _force(name: str, where: str, on: str, gpu_gated: bool, leading: set[str]) -> Var:
+    if name in leading:
+        return Var(name, where, "force", None, "left unset: it takes a branch that passes CUDA-only flags")
+    if "CUDA" in name and not ("BUILD" in name or "OPS" in name) and not gpu_gated:
+        return Var(name, where, "force", None, "left unset: its GPU build does not depend on a visible GPU")
+    why = ("the GPU build otherwise needs a visible GPU" if "CUDA" in name and not name.endswith("BUILD")
+           else "compile the kernels here, not download or defer them")
+    return Var(name, where, "force", on, why)
+
+
+def _imports(tree: Path, setup: PyFacts) -> list[str]:
+    """Modules setup.py imports that neither Python, torch nor the sdist itself brings (build isolation is
+    off: the build environment must have them)."""
+    local = {p.stem if p.suffix == ".py" else p.name for p in tree.iterdir()}
+    stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())  # Python >= 3.10
+    wanted = {"setuptools", "wheel", "ninja"}  # ninja: cpp_extension compiles serially without it
+    for module in setup.imports:
+        name = "setuptools" if module in ("pkg_resources", "distutils") else module
+        if name not in stdlib and name not in local and name != "torch" and not name.startswith("_"):
+            wanted.add(name)
+    return sorted(wanted)
+
+
+def _untested_lists(facts: list[PyFacts]) -> list[str]:
+    return [f"a list of targets ({', '.join(targets)}) at {where} is not tested for membership: a default, or an "
+            "allow-list checked another way? Not applied." for f in facts for targets, where, tested in f.gfx_lists
+            if not tested]
+
+
+def _traps(facts: list[PyFacts], reading: TorchReading) -> list[str]:
+    """What changes with the GPUs of the build machine: a builder has none."""
+    notes = _gpu_tests(facts, reading.variables)
+    hit = _first(facts, lambda n: n.endswith(("get_device_properties", "gcnArchName")))
+    native = [v.name for v in reading.variables if v.kind == "arch" and v.value and "'native'" in v.why]
+    if hit:
+        notes.append(f"{hit[0]} at {hit[1]} reads the build machine's GPU, which a builder may not have"
+                     + (f": the draft sets {', '.join(native)} instead of its 'native' default" if native else ""))
+    rocminfo = next((t.where for f in facts for t in f.texts if re.search(r"\brocm(?:info|_agent_enumerator)\b", t.text)), None)
+    wavefront = next((t.where for f in facts for t in f.texts if "WAVEFRONT" in t.text.upper()), None)
+    if rocminfo:
+        notes.append(f"rocminfo at {rocminfo}: the build asks the build machine's GPU (a GPU-less builder gets nothing, "
+                     "a GPU gives its own target); check what it decides from it"
+                     + (f", e.g. the wavefront size at {wavefront} (32 on RDNA, 64 on Instinct)" if wavefront else ""))
+    writes = [where for f in facts for name, where in f.env_writes if name == "PYTORCH_ROCM_ARCH"]
+    if writes:
+        notes.append(f"{', '.join(writes)} set PYTORCH_ROCM_ARCH itself: the arch list the draft sets may be replaced")
+    nvcc = next((t.where for f in facts for t in f.commands if t.text == "nvcc" and t.side != "cuda"), None)
+    if nvcc:
+        notes.append(f"{nvcc} runs nvcc, which ROCm lacks: what depends on it (its GPU extension?) is left out")
+    if not reading.rocm_aware:
+        notes.append("nothing in setup.py tests for ROCm (torch.version.hip, IS_HIP_EXTENSION, ROCM_HOME): torch "
+                     "hipifies its CUDA sources, but upstream has likely never built it for ROCm")
+    return notes
+
+
+def _gpu_tests(facts: list[PyFacts], variables: list[Var]) -> list[str]:
+    """torch.cuda.is_available() in a test: without a GPU the branch is taken only through a variable."""
+    set_here = {v.name for v in variables if v.value}
+    forced = [v.name for v in variables if v.kind == "force" and v.value and "CUDA" in v.name]
+    said: dict[str, list[str]] = {}  # what is said -> where, so one verdict names all its places
+    for where, reads in [t for f in facts for t in f.gpu_tests]:
+        taken = [name for name in reads if name in set_here]
+        said.setdefault(
+            f"the draft sets {', '.join(taken)}, which takes that branch without one" if taken else
+            f"{', '.join(forced)} is set so the GPU build does not depend on one" if forced else
+            "on a GPU-less builder the branch it guards is not taken" + (
+                f" (the test also reads {', '.join(reads)}: left unset)" if reads else ""), []).append(where)
+    return [f"torch.cuda.is_available() at {', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''} asks for a "
+            f"visible GPU at build time: {verdict}" for verdict, wheres in said.items()]
+
+
+def _downloads(facts: list[PyFacts], variables: list[Var]) -> list[str]:
+    forced = [v.name for v in variables if v.kind == "force" and v.value and v.name.endswith("BUILD")]
+    notes = []
+    for f in facts:
+        hits = [(n, w) for n, w in f.names if n.split(".")[-1] in ("urlretrieve", "urlopen", "download_url_to_file")
+                or n in ("requests.get", "wget.download")]
+        hits += [(t.text.split()[0], t.where) for t in f.texts
+                 if re.match(r"(?:wget|curl)(?:\s|$)|git (?:clone|submodule)", t.text)]
+        if hits:
+            notes.append(f"downloads at {', '.join(w for _, w in hits[:3])} ({hits[0][0]}): a builder may have no network"
+                         + (f"; {', '.join(forced)} is set so it compiles instead" if forced else ""))
+    return notes
+
+
+def missing_submodules(tree: Path, facts: list[PyFacts]) -> list[str]:
+    """Git submodules an sdist left out: .gitmodules entries, and vendored folders setup.py names
+    (`"third_party" / "x"` on one line), that are missing or empty."""
+    paths: dict[str, str] = {}
+    modules = tree / ".gitmodules"
+    if modules.is_file():
+        for number, line in enumerate(modules.read_text(errors="replace").splitlines(), 1):
+            match = re.match(r"\s*path\s*=\s*(\S+)", line)
+            if match:
+                paths.setdefault(match.group(1).strip("/"), f".gitmodules:{number}")
+    for f in facts:
+        for where, parts in _path_parts(f).items():
+            for i, part in enumerate(parts[:-1]):
+                if part in VENDOR_DIRS and (tree / part).is_dir():
+                    paths.setdefault(f"{part}/{parts[i + 1]}", where)
+    return [f"{path} (named at {where}) is missing from the sdist or empty: a git submodule? Build from a checkout "
+            "with its submodules (--source-dir), or vendor it" for path, where in paths.items()
+            if not (tree / path).is_dir() or not any((tree / path).iterdir())]
+
+
+def _path_parts(f: PyFacts) -> dict[str, list[str]]:
+    lines: dict[str, list[str]] = {}
+    for t in f.texts:
+        if re.fullmatch(r"[\w.+-]+(?:/[\w.+-]+)*", t.text):
+            lines.setdefault(t.where, []).extend(t.text.split("/"))
+    return lines
+
+
+def _cuda_flags(facts: list[PyFacts], *, aware: bool) -> list[str]:
+    """CUDA-only nvcc flags hipcc would be given: in a HIP branch, or (for a package that never tests for
+    HIP) anywhere; flags behind a test that decides nothing are named as undecided, with that test."""
+    notes = []
+    for f in facts:
+        flags = [t for t in f.texts if CUDA_FLAG.match(t.text) and t.side != "cuda"]
+        sure = [t for t in flags if t.side == "hip" or (t.side == "any" and not aware)]
+        if sure:
+            notes.append(f"CUDA-only flags hipcc would be given: {_flag_list(sure)}: patch them out")
+        for guard in sorted({t.guard for t in flags if t.side == "unknown" and t.guard}):
+            under = [t for t in flags if t.guard == guard and t.side == "unknown"]
+            reads = f.guards.get(guard) or []
+            notes.append(f"CUDA-only flags {_flag_list(under)} sit under the test at {guard}, which does not decide "
+                         "CUDA or HIP" + (f" (it reads {', '.join(reads)}: left unset)" if reads else "")
+                         + ": could not decide whether hipcc gets them")
+        loose = [t for t in flags if t.side == "any" and aware]
+        if loose:
+            notes.append(f"CUDA-only flags {_flag_list(loose)} are behind no CUDA or HIP test: could not decide "
+                         "whether hipcc gets them")
+    return notes
+
+
+def _flag_list(texts: list[Text]) -> str:
+    names = list(dict.fromkeys(t.text for t in texts))
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") + " at " + ", ".join(
+        dict.fromkeys(t.where for t in texts[:4])) + (", ..." if len(texts) > 4 else "")
