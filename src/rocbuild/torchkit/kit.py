@@ -52,7 +52,10 @@ HIPIFY_INCLUDES = (
     "aten/src/ATen/native/transformers/cuda/mem_eff_attention/pytorch_utils.h", "torch/*")
 HIPIFY_IGNORES = ("*/hip/*", "aten/src/ATen/core/*", "aten/src/ATen/cuda/CUDAConfig.h", "torch/include/*")
 # Where each header folder of an install sits in PyTorch's source tree (hipify tells PyTorch's files by it).
-SOURCE_LAYOUT = (("ATen", "aten/src/ATen"), ("c10", "c10"), ("torch/csrc", "torch/csrc"))
+# torch/headeronly (torch >= 2.9) is under torch/ too, so build_amd.py's "torch/*" hipifies it in place: its
+# cuda/Atomic.h, which ATen/hip/Atomic.cuh includes, must include HIP's runtime and not cuda.h.
+SOURCE_LAYOUT = (("ATen", "aten/src/ATen"), ("c10", "c10"), ("torch/csrc", "torch/csrc"),
+                 ("torch/headeronly", "torch/headeronly"))
 # Debian's shared libraries (soname libNAME.so.X.Y) and the names a ROCm wheel gives them: libNAME.so.
 CPU_LIBRARIES = ("c10", "torch", "torch_cpu", "torch_python")
 HIP_LIBRARIES = {"c10_hip": ("c10/hip/",), "torch_hip": ("ATen/hip/", "ATen/native/hip/")}

@@ -164,8 +164,9 @@ def _install_headers(src: Path, include: Path) -> None:
     ROCm build writes (ATen's CUDAConfig.h and HIPConfig.h, c10's hip_cmake_macros.h)."""
     for installed, in_source in SOURCE_LAYOUT:
         shutil.copytree(src / in_source, include / installed, symlinks=True, dirs_exist_ok=True)
+    hipified = {installed for installed, _ in SOURCE_LAYOUT}
     for name in os.listdir(DEBIAN_INCLUDE / "torch"):
-        if name != "csrc":
+        if f"torch/{name}" not in hipified:
             _copy_any(DEBIAN_INCLUDE / "torch" / name, include / "torch" / name)
     _copy_any(DEBIAN_INCLUDE / "caffe2", include / "caffe2")
     (include / "ATen" / "hip" / "HIPConfig.h").write_text(HIP_CONFIG)
