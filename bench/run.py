@@ -11,9 +11,10 @@
   (f), (g) in a real ROCm build root (bench/real.py; --root NAME, made by `make demo` or
       `rocbuild root create`): bitsandbytes by rocbuild vs by the three hand commands (BNB_SRC=DIR),
       and a ccache-warm rebuild after a version bump vs cold
-  (h) a no-op rebuild (`rocbuild build hello-hip` served by the build cache: verified again, no step
-      runs) and `rocbuild plan hello-hip`, each against `python -m pip --version`: the median of seven
-      runs of each, the order alternating from round to round, as a ratio to pip's
+  (h) a no-op rebuild (`rocbuild build hello-hip` again: answered from its no-op stamp, nothing runs),
+      the same served by the build cache (`--clean`: planned, verified again, no step runs) and
+      `rocbuild plan hello-hip`, each against `python -m pip --version`: the median of seven runs of
+      each, the order alternating from round to round, as a ratio to pip's
 
 (a) and (f) interleave pairs of runs (three and five) and take the median of the
 pairs' ratios (bench/pairs.py), start-up the median of five runs, (h) medians of seven;
@@ -160,16 +161,21 @@ def startup(env: dict[str, str]) -> dict:
 
 
 def noop_rebuild(tmp: Path, env: dict[str, str], arch: str, runs: int = 7) -> dict:
-    """(h): the same hello-hip build again with nothing changed (the build cache serves it: its wheel is
-    verified again and placed, no step runs), `rocbuild plan` of it, and `python -m pip --version`
-    as the yardstick: a command that does next to nothing in the same interpreter. One real build
-    first fills the cache; then `runs` rounds of the three, the order reversed every other round."""
+    """(h): the same hello-hip build again with nothing changed (answered from its no-op stamp: nothing is
+    planned, run or verified), the same from the build cache (`--clean`: planned, its wheel verified
+    again and placed, no step runs), `rocbuild plan` of it, and `python -m pip --version` as the
+    yardstick: a command that does next to nothing in the same interpreter. One real build first fills
+    the cache; then `runs` rounds of the four, the order reversed every other round."""
     tmp.mkdir(parents=True, exist_ok=True)
     args = ["hello-hip", "--arch", arch, "--work", str(tmp / "work"), "--out", str(tmp / "wheelhouse")]
     commands = {"pip": [sys.executable, "-m", "pip", "--version"], "plan": ROCBUILD_EXE + ["plan", *args],
-                "noop_rebuild": ROCBUILD_EXE + ["build", *args]}
+                "noop_rebuild": ROCBUILD_EXE + ["build", *args],
+                # Its own folders: placing its wheel again would change the file the no-op stamp watches.
+                "cache_hit": ROCBUILD_EXE + ["build", *args[:3], "--work", str(tmp / "work-hit"), "--out",
+                                             str(tmp / "wheelhouse-hit"), "--clean"]}
     cold = timed(commands["noop_rebuild"], env)  # the real build: afterwards the build cache serves it
-    served = subprocess.run(commands["noop_rebuild"], env=env, capture_output=True, text=True, check=True)
+    served = {name: subprocess.run(commands[name], env=env, capture_output=True, text=True, check=True).stderr
+              for name in ("cache_hit", "noop_rebuild")}
     for argv in commands.values():  # bytecode written, files in the page cache
         timed(argv, env)
     runs_s: dict[str, list[float]] = {name: [] for name in commands}
@@ -178,10 +184,12 @@ def noop_rebuild(tmp: Path, env: dict[str, str], arch: str, runs: int = 7) -> di
             runs_s[name].append(timed(commands[name], env))
     median = {name: statistics.median(times) for name, times in runs_s.items()}
     return {"pip_s": round(median["pip"], 3), "plan_s": round(median["plan"], 3),
-            "noop_rebuild_s": round(median["noop_rebuild"], 3),
+            "noop_rebuild_s": round(median["noop_rebuild"], 3), "cache_hit_s": round(median["cache_hit"], 3),
             "plan_vs_pip": round(median["plan"] / median["pip"], 3),
             "noop_rebuild_vs_pip": round(median["noop_rebuild"] / median["pip"], 3),
-            "from_cache": "from the build cache" in served.stderr, "cold_build_s": round(cold, 3),
+            "cache_hit_vs_pip": round(median["cache_hit"] / median["pip"], 3),
+            "from_stamp": "==> up to date" in served["noop_rebuild"],
+            "from_cache": "from the build cache" in served["cache_hit"], "cold_build_s": round(cold, 3),
             "runs_s": {name: [round(t, 3) for t in times] for name, times in runs_s.items()},
             "arch": arch, "runs": runs}
 
@@ -296,8 +304,10 @@ def detail(name: str, results: dict) -> str:
     if name == "bnb_vs_hand_ratio":
         return "bitsandbytes for gfx1100 in the ROCm 7.2 root vs the three hand commands"
     n = r["noop"]
-    return (f"no-op rebuild {n['noop_rebuild_s']}s (from the build cache: {'yes' if n['from_cache'] else 'NO'}), "
-            f"plan {n['plan_s']}s ({n['plan_vs_pip']}x), pip --version {n['pip_s']}s; medians of {n['runs']}")
+    return (f"no-op rebuild {n['noop_rebuild_s']}s (from its stamp: {'yes' if n.get('from_stamp') else 'NO'}); "
+            f"from the build cache {n.get('cache_hit_s')}s ({n.get('cache_hit_vs_pip')}x; "
+            f"{'yes' if n['from_cache'] else 'NO'}), plan {n['plan_s']}s ({n['plan_vs_pip']}x), "
+            f"pip --version {n['pip_s']}s; medians of {n['runs']}")
 
 
 def main() -> int:

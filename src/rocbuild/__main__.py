@@ -1,3 +1,3 @@
-from rocbuild.cli.app import run
+from rocbuild.cli.entry import run
 
 run()

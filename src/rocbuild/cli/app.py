@@ -5,8 +5,9 @@ Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or valu
 ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted (Ctrl-C), 143
 SIGTERM, 129 SIGHUP: a running step's whole process group is stopped.
 
-main() is the one place that reads the process environment: it reads it once, with the build root
-rocbuild runs in, and hands both to the command's handler (cli/common.Invocation).
+main() is the one place that reads the process environment for a command: it reads it once, with the
+build root rocbuild runs in, and hands both to the command's handler (cli/common.Invocation). Before
+it, the `rocbuild` script (cli/entry.py) reads it only to find a no-op build's stamp.
 """
 
 from __future__ import annotations

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import rocbuild.engine.noop as noop
 from rocbuild.cli.common import ROOT_HELP, Invocation, Subparsers, dump
 from rocbuild.plan.request import BuildRequest
 
 if TYPE_CHECKING:  # the planner and what it loads are imported when a command runs, not for --help
+    from rocbuild.engine.engine import BuildResult
     from rocbuild.plan.model import Plan
 
 
@@ -133,25 +137,49 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     cache = None if args.no_cache else BuildCache(cache_root() / "builds")
     engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, install_missing=args.install_missing)
     result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
-    wheels = result.wheels
-    for wheel in wheels:
-        print(wheel)
+    stdout, stderr = _outcome(args, plan, result)
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    if result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
+        _stamp(inv, plan, result.wheels, stdout)
+    return 0
+
+
+def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple[str, str]:
+    """What a build prints: its wheels (stdout), and a line saying where they came from (stderr)."""
+    wheels, archs = result.wheels, ", ".join(plan.host.archs)
+    stdout, stderr = "".join(f"{w}\n" for w in wheels), ""
     if wheels and result.from_cache:
-        print(f"reused {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} from the build cache "
-              f"({(result.cache_key or '')[:16]}; no build step ran, verify passed again) into {plan.out}",
-              file=sys.stderr)
+        stderr = (f"reused {len(wheels)} wheel(s) for {archs} from the build cache ({(result.cache_key or '')[:16]}; "
+                  f"no build step ran, verify passed again) into {plan.out}\n")
     elif wheels:
-        print(f"built {len(wheels)} wheel(s) for {', '.join(plan.host.archs)} into {plan.out}", file=sys.stderr)
+        stderr = f"built {len(wheels)} wheel(s) for {archs} into {plan.out}\n"
     elif plan.output == "tree" and args.until is None:
-        print(plan.work.src)
-        print(f"done: {plan.recipe.name}'s prepared tree is {plan.work.src}", file=sys.stderr)
+        stdout = f"{plan.work.src}\n"
+        stderr = f"done: {plan.recipe.name}'s prepared tree is {plan.work.src}\n"
     elif not plan.has_wheel_steps and args.until is None:
-        print(f"done: the built tree is {plan.work.src}", file=sys.stderr)
+        stderr = f"done: the built tree is {plan.work.src}\n"
     root = plan.host.root
     if wheels and root is not None:
-        print(f"built in root {root.name} (Debian {root.suite}): the wheels need its glibc and "
-              "libstdc++ or newer to load; no manylinux tag is claimed", file=sys.stderr)
-    return 0
+        stderr += (f"built in root {root.name} (Debian {root.suite}): the wheels need its glibc and "
+                   "libstdc++ or newer to load; no manylinux tag is claimed\n")
+    return stdout, stderr
+
+
+def _stamp(inv: Invocation, plan: Plan, wheels: tuple[Path, ...], stdout: str) -> None:
+    """The no-op stamp of this build (engine/noop.py): the same command finds it and answers at once."""
+    from rocbuild import __version__
+    from rocbuild.engine.noop_inputs import build_inputs
+    from rocbuild.paths import cache_root
+
+    files = build_inputs(plan, wheels)
+    if files is None:
+        return
+    path = noop.stamp_path(str(cache_root() / "noop"), inv.argv, os.getcwd(), inv.environ, __version__)
+    try:
+        noop.write(path, files, stdout)
+    except OSError:  # the wheels are in place; only the quick answer next time is lost
+        pass
 
 
 def cmd_prepare(args: argparse.Namespace, inv: Invocation) -> int:
