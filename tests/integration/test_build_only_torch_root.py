@@ -6,13 +6,19 @@ before anything compiles."""
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import json
+import os
+import threading
 import zipfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from tests.integration.test_build_roots import LLVM_LIST, private_cache, rocbuild, root  # noqa: F401 (fixtures)
+from tests.integration.test_sdist_source import Index
 
 pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
 
@@ -65,10 +71,35 @@ verify:
 
 
 @pytest.fixture(scope="module")
-def kit(root: str) -> str:  # noqa: F811
-    made = rocbuild("root", "torch", root)
+def kit_and_wheel(root: str, tmp_path_factory) -> tuple[str, Path]:  # noqa: F811
+    wheels = tmp_path_factory.mktemp("kit-wheel")
+    made = rocbuild("root", "torch", root, "--wheel", wheels)
     assert made.returncode == 0, made.stderr[-4000:]
-    return made.stdout.strip().splitlines()[-1]
+    (wheel,) = wheels.glob("torch-*.whl")
+    return made.stdout.strip().splitlines()[-1], wheel
+
+
+@pytest.fixture(scope="module")
+def kit(kit_and_wheel: tuple[str, Path]) -> str:
+    return kit_and_wheel[0]
+
+
+@pytest.fixture
+def kit_index(kit_and_wheel: tuple[str, Path], tmp_path: Path):
+    """http://127.0.0.1:PORT/simple/ serving the kit's wheel, as a mirror of PyTorch's index would."""
+    wheel = kit_and_wheel[1]
+    served = tmp_path / "served"
+    (served / "files").mkdir(parents=True)
+    os.link(wheel, served / "files" / wheel.name)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (served / "simple" / "torch").mkdir(parents=True)
+    (served / "simple" / "torch" / "index.html").write_text(
+        f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>\n')
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Index(*a, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture
@@ -120,3 +151,30 @@ def test_a_cpu_torch_is_refused_before_compiling(root, kit, project, tmp_path, p
     assert built.returncode == 3, built.stderr[-2000:]
     assert "CPU-only build" in built.stderr
     assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
+
+
+def test_the_kit_as_a_wheel_is_installed_from_an_index_and_built_against(root, kit_and_wheel, kit_index, project,
+                                                                          tmp_path, private_cache):  # noqa: F811
+    """`root torch --wheel`: the kit as a wheel, served on loopback, goes into a venv of the root through
+    --install-missing --torch-index (replacing the CPU torch that venv sees), and the build uses it."""
+    wheel = kit_and_wheel[1]
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "torch/include/ATen/hip/HIPConfig.h" in names and "torch/lib/libc10_hip.so" in names
+    assert "Version: 2.14.1+rocm7.2.buildonly" in metadata and "Requires-Dist" not in metadata
+    venv = f"/opt/rocbuild/test-venv-{os.getpid()}-{tmp_path.name}"
+    made = rocbuild("root", "run", root, "--", "python3", "-m", "venv", "--system-site-packages", venv)
+    assert made.returncode == 0, made.stderr[-2000:]
+    try:
+        built = rocbuild(project, "--root", root, "--python", f"{venv}/bin/python", "--arch", ARCH, "--install-missing",
+                         "--torch-index", kit_index, "--out", tmp_path / "wh", env=private_cache)
+        assert built.returncode == 0, built.stderr[-4000:]
+        assert "==> install-torch" in built.stderr and kit_index in built.stderr
+        (built_wheel,) = (tmp_path / "wh").glob("addone-*.whl")
+        assert "+rocm7.2.buildonly-" in built_wheel.name
+        version = rocbuild("root", "run", root, "--", f"{venv}/bin/python", "-c",
+                           "import torch.version as v; print(v.__version__, v.build_only)")
+        assert version.stdout.split() == ["2.14.1+rocm7.2.buildonly", "True"], version.stderr
+    finally:
+        rocbuild("root", "run", root, "--", "rm", "-rf", venv)

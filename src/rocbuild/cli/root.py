@@ -48,6 +48,9 @@ def register(sub: Subparsers) -> None:
                                                    "own hipify): for compiling torch extensions, never for running them")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--dry-run", action="store_true", help="print what it would install and run; change nothing")
+    p.add_argument("--wheel", metavar="DIR",
+                   help="also write it as a wheel into DIR, for a package index (--install-missing --torch-index "
+                        "then installs it into a venv of the same root)")
     p = action(acts, COMMAND, "suites", cmd_suites, "which Debian suite carries which ROCm release now")
     _mirror(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -127,6 +130,10 @@ def cmd_torch(args: argparse.Namespace, inv: Invocation) -> int:
     else:
         install_packages(root, KIT_PACKAGES, Progress(), inv.environ)
     shares = [enter.Share(cache_root().resolve(), True, "the cache folder")]
+    if args.wheel:
+        wheels = Path(args.wheel).expanduser().resolve()
+        wheels.mkdir(parents=True, exist_ok=True)
+        shares.append(enter.Share(wheels, True, "--wheel"))
     return enter.run_inside(root, list(inv.argv), shares, inv.environ)
 
 
@@ -141,7 +148,16 @@ def _make_kit(args: argparse.Namespace, inv: Invocation) -> int:
         for label, argv in plan.commands:
             print(f"{label}: {json.dumps(list(argv))}")
         return 0
-    python = make_kit(plan, Runner(), Progress())
+    progress = Progress()
+    python = make_kit(plan, Runner(), progress)
+    if args.wheel:
+        from rocbuild.torchkit.wheel import pack_kit
+
+        started = progress.start("torch kit: wheel", args.wheel)
+        # site-packages sits in lib/pythonX.Y: the wheel is for that CPython, as the kit's torch._C is.
+        tag = "cp" + plan.torch.parent.parent.name.removeprefix("python").replace(".", "")
+        wheel = pack_kit(plan.torch, plan.info, tag, Path(args.wheel).expanduser().resolve())
+        progress.done("torch kit: wheel", started, wheel.name)
     print(python)
     print(f"use it: rocbuild RECIPE --root {args.name} --python {python} --arch gfx1100 (wheels built against it "
           "link like a ROCm torch's but cannot be imported anywhere)", file=sys.stderr)

@@ -102,7 +102,7 @@ def make_kit(plan: KitPlan, runner: StepRunner, progress: Progress) -> Path:
     log = plan.build / "kit.log"
     plan.build.mkdir(parents=True, exist_ok=True)
     _run(runner, progress, "venv", steps["venv"], plan, log)
-    torch = _copy_torch(plan.torch)
+    torch = _copy_torch(plan.torch, plan.info.torch)
     _source_tree(plan.build / "src")
     _run(runner, progress, "hipify", steps["hipify"], plan, log)
     _install_headers(plan.build / "src", torch / "include")
@@ -134,7 +134,7 @@ def _dump(progress: Progress, label: str, argv: tuple[str, ...]) -> str:
     return result.stdout
 
 
-def _copy_torch(torch: Path) -> Path:
+def _copy_torch(torch: Path, release: str) -> Path:
     """Debian's torch package into the venv, its header and library links replaced by the kit's own."""
     if not DEBIAN_TORCH.is_dir():
         raise HostNotReady(f"no Debian torch at {DEBIAN_TORCH}", hint="rocbuild root torch installs python3-torch")
@@ -147,6 +147,11 @@ def _copy_torch(torch: Path) -> Path:
         elif (torch / sub).is_dir():
             shutil.rmtree(torch / sub)
         (torch / sub).mkdir()
+    # torch/__init__.py loads torch/lib/libtorch_global_deps.so at import (a ROCm wheel ships it there),
+    # else the one beside the first torch dist-info it finds: Debian's, until the kit is installed as a
+    # wheel (root torch --wheel), whose own dist-info comes first. It is only loaded, never linked.
+    deps = "libtorch_global_deps.so"
+    os.symlink(DEBIAN_LIBS / f"{deps}.{_series(release)}", torch / "lib" / deps)
     return torch
 
 
