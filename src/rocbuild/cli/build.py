@@ -134,8 +134,13 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     if args.dry_run:
         return cmd_plan(args, inv)
     plan = make_build_plan(args, inv)
+    runner, progress = Runner(verbose=args.verbose), Progress()
+    if args.install_missing and plan.requirements.torch is not None and Engine(plan, runner, progress).install_torch():
+        # Planned again against the torch now there: its templates (torch.version, torch.rocm_home), the
+        # local label (a build-only torch's wheels say so) and the checks it decides were read from the old.
+        plan = make_build_plan(args, inv)
     cache = None if args.no_cache else BuildCache(cache_root() / "builds")
-    engine = Engine(plan, Runner(verbose=args.verbose), Progress(), cache=cache, install_missing=args.install_missing)
+    engine = Engine(plan, runner, progress, cache=cache, install_missing=args.install_missing)
     result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
     stdout, stderr = _outcome(args, plan, result)
     sys.stdout.write(stdout)

@@ -33,7 +33,7 @@ from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, c
 from rocbuild.engine.lock import Lock, make_lock, read_lock, write_lock
 from rocbuild.engine.patch import apply_patch
 from rocbuild.engine.publish import finalize, publish
-from rocbuild.engine.requirements import check_requirements, probe_torch
+from rocbuild.engine.requirements import check_requirements, install_missing_torch, probe_torch
 from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
@@ -93,6 +93,14 @@ class Engine:
 
     def prepare(self, *, clean: bool = False) -> Path:
         return self.build(clean=clean, until="prepare", use_cache=False, check_host=False).tree
+
+    def install_torch(self) -> bool:
+        """--install-missing: a ROCm torch into the target python when the recipe requires one and it has
+        none. True when one was installed: the build must then be planned again, against it."""
+        with self.workspace.locked(False, self.progress.say) as lock_fd:
+            self.runner.keep_open(lock_fd)
+            return install_missing_torch(self.plan, self.runner, self.workspace.log_path(0, "requirements"),
+                                         self.progress)
 
     def lock(self) -> tuple[Path, Lock]:
         """`rocbuild lock`: resolve the source (through the mirror) and write RECIPE.lock beside the recipe."""

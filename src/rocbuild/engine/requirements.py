@@ -36,6 +36,17 @@ def probe_torch(plan: Plan, runner: StepRunner, log: Path, *, install: bool = Fa
     return env
 
 
+def install_missing_torch(plan: Plan, runner: StepRunner, log: Path, progress: Progress) -> bool:
+    """--install-missing before a build is planned again: True when a ROCm torch was installed into the
+    target python (the plan was made with the torch that was there before: templates, label, checks)."""
+    env = _probe(plan, runner, log)
+    if env is None or not _lacks_rocm_torch(plan, env):
+        return False
+    _install_torch(plan, runner, log, env, progress)
+    _check_installed(plan, _probe(plan, runner, log), log)
+    return True
+
+
 def _probe(plan: Plan, runner: StepRunner, log: Path) -> PythonEnv | None:
     argv = plan.requirements.torch_check_argv
     if argv is None:
