@@ -161,8 +161,11 @@ def test_the_kit_as_a_wheel_is_installed_from_an_index_and_built_against(root, k
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        atomic = zf.read("torch/include/torch/headeronly/cuda/Atomic.h").decode()
     assert "torch/include/ATen/hip/HIPConfig.h" in names and "torch/lib/libc10_hip.so" in names
     assert "Version: 2.14.1+rocm7.2.buildonly" in metadata and "Requires-Dist" not in metadata
+    # torch/headeronly is hipified in place, as build_amd.py's "torch/*" does: ATen/hip/Atomic.cuh includes it.
+    assert "#include <hip/hip_runtime.h>" in atomic and "#include <cuda.h>" not in atomic
     venv = f"/opt/rocbuild/test-venv-{os.getpid()}-{tmp_path.name}"
     made = rocbuild("root", "run", root, "--", "python3", "-m", "venv", "--system-site-packages", venv)
     assert made.returncode == 0, made.stderr[-2000:]
