@@ -29,6 +29,7 @@ CASES = {
     "missing_patch.yaml": (8, 11, ["patches[0].diff: patch file not found", "demo/0001-missing.patch"]),
     "option_default.yaml": (9, 14, ["options.backend.default", "not one of the choices", "accepted: hip, cpu"]),
     "bad_specifier.yaml": (8, 9, ["requires.rocm: not a version specifier", "six or newer", ">=6.1"]),
+    "bad_memory_per_job.yaml": (8, 19, ["requires.memory-per-job: not a size", "value: 'lots'", "9GiB"]),
     "bad_commit.yaml": (7, 11, ["source.commit: not a whole commit id", "hexadecimal"]),
     "replace_missing_with.yaml": (8, 14, ["patches[0].replace", "missing required key 'with'"]),
     "two_kinds.yaml": (8, 5, ["more than one kind key (run, cmake)", "accepted: one of cmake"]),

@@ -53,7 +53,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", metavar="PY", help="target python for the wheel (default: this one)")
     p.add_argument("--out", metavar="DIR", default="wheelhouse", help="wheelhouse (default: ./wheelhouse)")
     p.add_argument("--work", metavar="DIR", help="work folder (default: under the XDG cache)")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel jobs (default: from cores and memory)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="parallel jobs (default: from cores, available memory and the recipe's memory per job)")
+    p.add_argument("--memory", metavar="SIZE", type=_size,
+                   help="memory the build may use at most, e.g. 8GiB: fewer compile jobs when they would need more")
     p.add_argument("--ref", help="git branch, tag or commit to build instead of the recipe's")
     p.add_argument("--source-dir", metavar="DIR", help="build from this tree (copied, never modified)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="set a recipe option")
@@ -63,6 +66,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local-version", metavar="LABEL",
                    help="PEP 440 local label for the wheels (default: the recipe's, else rocmX.Y; 'none' drops it)")
     p.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
+
+
+def _size(text: str) -> int:
+    from rocbuild.detect.jobs import SIZE_ACCEPTED, parse_size
+
+    size = parse_size(text)
+    if size is None or size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {SIZE_ACCEPTED}")
+    return size
 
 
 def _in_root(p: argparse.ArgumentParser) -> None:
@@ -81,7 +93,7 @@ def _in_root(p: argparse.ArgumentParser) -> None:
 def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> BuildRequest:
     return BuildRequest(
         recipe=args.recipe, arch=args.arch, rocm=args.rocm, python=args.python, out=args.out, work=args.work,
-        jobs=args.jobs, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
+        jobs=args.jobs, memory=args.memory, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
         recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
         build_env=not getattr(args, "no_build_env", False), environ=dict(inv.environ), root=inv.root,
         torch_index=getattr(args, "torch_index", None),
@@ -134,7 +146,7 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     if args.dry_run:
         return cmd_plan(args, inv)
     plan = make_build_plan(args, inv)
-    runner, progress = Runner(verbose=args.verbose), Progress()
+    runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
     if args.install_missing and plan.requirements.torch is not None and Engine(plan, runner, progress).install_torch():
         # Planned again against the torch now there: its templates (torch.version, torch.rocm_home), the
         # local label (a build-only torch's wheels say so) and the checks it decides were read from the old.
@@ -148,6 +160,12 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     if result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
         _stamp(inv, plan, result.wheels, stdout)
     return 0
+
+
+def _per_job(plan: Plan) -> int:
+    from rocbuild.detect.jobs import DEFAULT_MEMORY_PER_JOB
+
+    return plan.recipe.requires.memory_per_job or DEFAULT_MEMORY_PER_JOB
 
 
 def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple[str, str]:

@@ -56,7 +56,8 @@ def cmd_doctor(args: argparse.Namespace, inv: Invocation) -> int:
 def cmd_detect(args: argparse.Namespace, inv: Invocation) -> int:
     import rocbuild.cli.show as show
     from rocbuild.detect.arch import detect_archs
-    from rocbuild.detect.python import default_jobs, find_python
+    from rocbuild.detect.jobs import available_memory, choose_jobs, cores
+    from rocbuild.detect.python import find_python
     from rocbuild.detect.rocm import find_rocm
 
     detection = detect_archs(
@@ -67,12 +68,13 @@ def cmd_detect(args: argparse.Namespace, inv: Invocation) -> int:
     )
     python = find_python(args.python)
     rocm = find_rocm(args.rocm, inv.environ, python=python.executable)
+    jobs = choose_jobs(asked=None, per_job=None, available=available_memory(), budget=None, cpus=cores()).count
     if args.json:
         data = detection.to_json()
         data["rocm"] = rocm.to_json() if rocm else None
         data["python"] = python.to_json()
-        data["jobs"] = default_jobs()
+        data["jobs"] = jobs
         dump(data)
         return 0
-    show.detect_text(detection, rocm, python, default_jobs())
+    show.detect_text(detection, rocm, python, jobs)
     return 0

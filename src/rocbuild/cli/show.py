@@ -73,7 +73,7 @@ def _host(plan: Plan, out: Out) -> None:
     out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
     out(f"  archs:  {', '.join(h.archs)}")
     out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
-    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs}")
+    out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs} ({h.jobs_why})")
     root = h.root
     if root is not None:
         out(f"  root:   {root.name} (Debian {root.suite or '?'}, {root.tree}, id {root.id}): "

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from rocbuild.detect.arch import detect_archs, require_archs
 from rocbuild.detect.components import cmake_component_versions
 from rocbuild.detect.gpu import GpuAccess, gpu_access
-from rocbuild.detect.python import PythonInfo, default_jobs, find_python
+from rocbuild.detect.jobs import available_memory, choose_jobs, cores
+from rocbuild.detect.python import PythonInfo, find_python
 from rocbuild.detect.rocm import Rocm, find_rocm, require_rocm
 from rocbuild.detect.torch import TorchInfo, probe_python
 from rocbuild.roots.info import RootInfo
@@ -27,6 +28,7 @@ class Host:
     rocm: Rocm
     python: PythonInfo
     jobs: int
+    jobs_why: str = ""  # what decided the job count (detect/jobs.py), shown in plan
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION in effect, recorded with the build
     gpu: GpuAccess = GPU_NOT_CHECKED  # decides whether verify `import:` entries run
     ccache: str | None = None  # ccache's path when it is installed: compilers are launched through it
@@ -42,7 +44,7 @@ class Host:
 
 def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: int | None,
               environ: Mapping[str, str], root: RootInfo | None, need_archs: bool = True,
-              need_torch: bool = True) -> Host:
+              need_torch: bool = True, memory_per_job: int | None = None, memory: int | None = None) -> Host:
     """`need_archs`: no GPU found and no --arch is an error (HostNotReady) before anything else is
     looked at; a recipe that compiles nothing for a GPU, and a lock, need none. `need_torch`: the
     target python's torch is read (a recipe that never mentions torch does without: one process less)."""
@@ -52,8 +54,9 @@ def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: i
     target = find_python(python)
     found_rocm = require_rocm(find_rocm(rocm, env, python=target.executable))
     probed = probe_python(target.executable) if need_torch else "not needed"
+    chosen = choose_jobs(asked=jobs, per_job=memory_per_job, available=available_memory(), budget=memory, cpus=cores())
     host = Host(
-        archs=tuple(archs), rocm=found_rocm, python=target, jobs=jobs or default_jobs(),
+        archs=tuple(archs), rocm=found_rocm, python=target, jobs=chosen.count, jobs_why=chosen.why,
         override=detection.override.value if detection.override else None, gpu=gpu_access(),
         ccache=shutil.which("ccache") if env.get("ROCBUILD_CCACHE", "1") != "0" else None,
         torch=None if isinstance(probed, str) else probed.torch, root=root, environ=env,

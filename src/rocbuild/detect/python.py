@@ -1,4 +1,4 @@
-"""The target Python (the one wheels are built for) and the job count."""
+"""The target Python (the one wheels are built for)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,6 @@ from pathlib import Path
 
 from rocbuild.errors import UsageError
 from rocbuild.process.runner import query_process
-
-GIB = 1 << 30
-# HIP device compilation of real extensions peaks around 2 GiB per compiler process.
-MEMORY_PER_JOB = 2 * GIB
 
 
 @dataclass(frozen=True)
@@ -45,12 +41,3 @@ def find_python(option: str | None = None) -> PythonInfo:
                          hint="give the path of a python3 executable, e.g. ~/venv/bin/python")
     major, minor = version.split(".")
     return PythonInfo(str(Path(exe).absolute()), version, f"cp{major}{minor}")
-
-
-def default_jobs() -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return max(1, cores)
-    return max(1, min(cores, memory // MEMORY_PER_JOB))

@@ -36,6 +36,8 @@ CANONICAL_ROOT = Path("/rocbuild-canonical")
 # and the target python are their own identity fields.
 LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPILER_LAUNCHER",
                           "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER"})
+# Set to the job count for every step; how fast, not what: left out of the build identity.
+PARALLEL_ENV = ("CMAKE_BUILD_PARALLEL_LEVEL", "MAX_JOBS")
 
 
 # -- patches ----------------------------------------------------------------
@@ -305,6 +307,7 @@ class Plan:
             "rocm": {"path": str(r.path), "version": str(r.version) if r.version else None, "layout": r.layout},
             "python": self.host.python.to_json(),
             "jobs": self.host.jobs,
+            "jobs_why": self.host.jobs_why,
             "hsa_override": self.host.override,
             "components": self.host.components,
             "gpu": {"usable": self.host.gpu.usable, "reason": self.host.gpu.reason},

@@ -24,6 +24,7 @@ from rocbuild.plan.model import (
     CANONICAL_ROOT,
     IMPORT_ONE,
     LOCATION_ENV,
+    PARALLEL_ENV,
     PYTHON_ALIASES,
     Check,
     CodeObjectsCheck,
@@ -95,7 +96,7 @@ def make_plan(
                         source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
                         build_env=build_env, refuse=refuse, torch_index=torch_index)
     rendered = Rendered(
-        env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV},
+        env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV and k not in PARALLEL_ENV},
         patches=tuple(p.identity() for p in canonical.patches),
         steps=tuple(s.identity() for s in canonical.steps),
         checks=tuple(check_identity(c) for c in canonical.verify),
@@ -167,6 +168,9 @@ def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any],
 def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Path | None) -> dict[str, str]:
     """The environment every step gets: HIP's platform, ROCm's bin/, ccache, the recipe's `env:`."""
     base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
+    # The job count (detect/jobs.py: cores, memory, the recipe's memory per job) for what runs its own
+    # parallel build: cmake --build and build backends calling it, torch's cpp_extension (ninja -j).
+    base_env.update({name: str(host.jobs) for name in PARALLEL_ENV})
     if host.rocm.layout in ("rocm", "pip"):  # AMD's trees put hipcc in bin/
         rocm_bin = str(host.rocm.path / "bin")
         path = host.path

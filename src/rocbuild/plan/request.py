@@ -18,6 +18,7 @@ class BuildRequest:
     out: str = "wheelhouse"
     work: str | None = None
     jobs: int | None = None
+    memory: int | None = None  # --memory: bytes the build may assume available at most (for its job count)
     ref: str | None = None
     source_dir: str | None = None
     settings: tuple[str, ...] = ()  # --set NAME=VALUE

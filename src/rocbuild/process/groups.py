@@ -13,6 +13,7 @@ from typing import Any
 from invoke.runners import Local
 
 from rocbuild.process.interrupts import Interrupted
+from rocbuild.process.memory import Governor
 
 # Seconds a process group gets between SIGTERM and SIGKILL after an interrupt.
 GRACE_SECONDS = 10.0
@@ -21,11 +22,13 @@ GRACE_SECONDS = 10.0
 class GroupRunner(Local):
     """invoke's local runner, starting an argv (not a shell string) as the leader of a new process group."""
 
-    def __init__(self, context: Any, argv: Sequence[str], cwd: str, keep_fds: Sequence[int]):
+    def __init__(self, context: Any, argv: Sequence[str], cwd: str, keep_fds: Sequence[int],
+                 governor: Governor | None = None):
         super().__init__(context)
         self.argv = list(argv)
         self.cwd = cwd
         self.keep_fds = tuple(keep_fds)
+        self.governor = governor  # keeps the group within memory while it runs (process/memory.py)
         self.interrupt: Interrupted | None = None
         self._killer: threading.Timer | None = None
 
@@ -61,8 +64,12 @@ class GroupRunner(Local):
         try:
             while not self.process_is_finished and not self.has_dead_threads:
                 select.select([pidfd], [], [], 0.25)
+                if self.governor is not None:
+                    self.governor.tick(self.process.pid)
         finally:
             os.close(pidfd)
+            if self.governor is not None:
+                self.governor.release()
 
     def send_interrupt(self, interrupt: KeyboardInterrupt) -> None:
         """First interrupt: SIGTERM to the whole group, SIGKILL after a grace period; a second one: SIGKILL."""

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from rocbuild.process.memory import Governor
+
 SHELL = "/bin/bash"
 # Variables that make bash (or sh) run code nobody sees: a startup file, exported functions, traces.
 SHELL_HIDDEN_CODE = re.compile(r"^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*)$")
@@ -76,10 +78,14 @@ class _Tee:
 
 
 class Runner:
-    def __init__(self, *, verbose: bool = False, terminal: TextIO | None = None):
+    def __init__(self, *, verbose: bool = False, terminal: TextIO | None = None, memory: int | None = None,
+                 memory_per_job: int = 2 << 30):
+        """`memory` (--memory) and `memory_per_job` (the recipe's estimate): what keeps a step's processes
+        within memory while it runs (process/memory.py)."""
         self.verbose = verbose
         self.terminal = terminal or sys.stderr
         self.keep_fds: list[int] = []
+        self.memory, self.memory_per_job = memory, memory_per_job
 
     def keep_open(self, fd: int) -> None:
         self.keep_fds.append(fd)
@@ -101,7 +107,7 @@ class Runner:
             fh.write(f"$ {shown}\n  (in {cwd})\n")
             fh.flush()
             stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh)
-            runner = GroupRunner(Context(), command, str(cwd), self.keep_fds)
+            runner = GroupRunner(Context(), command, str(cwd), self.keep_fds, self._governor(stream))
             try:
                 result = runner.run(
                     shown, env=full_env, replace_env=True, out_stream=stream, err_stream=stream,
@@ -121,6 +127,14 @@ class Runner:
                 raise runner.interrupt
             fh.write(f"[exit {result.exited}]\n")
         return RunResult(int(result.exited), str(result.stdout) + str(result.stderr))
+
+    def _governor(self, log: _Tee) -> Governor:
+        def say(line: str) -> None:  # into the step's log, and always to the terminal: a build that slows says why
+            log.write(f"[rocbuild] {line}\n")
+            if not self.verbose:
+                self.terminal.write(f"    {line}\n")
+
+        return Governor(self.memory, self.memory_per_job, say)
 
 
 @dataclass(frozen=True)

@@ -396,7 +396,18 @@ class _Loader(ShapeReader):
             libraries=self.names(req["libraries"], "requires.libraries", vm["libraries"])
             if "libraries" in req else (),
             openmp=self.openmp(req["openmp"], vm["openmp"]) if "openmp" in req else None,
+            memory_per_job=self.size(req["memory-per-job"], "requires.memory-per-job", vm["memory-per-job"])
+            if "memory-per-job" in req else None,
         )
+
+    def size(self, raw: Any, key: str, mark: Mark) -> int:
+        from rocbuild.detect.jobs import SIZE_ACCEPTED, parse_size
+
+        text = self.string(raw, key, mark)
+        size = parse_size(text)
+        if size is None or size <= 0:
+            raise self.error("not a size", key, mark, value=text, accepted=SIZE_ACCEPTED)
+        return size
 
     def openmp(self, raw: Any, mark: Mark) -> str:
         value = self.string(raw, "requires.openmp", mark)

@@ -87,6 +87,7 @@ class Source:
     """sdist: the archive's sha256"""
 
 
+MEMORY_PATTERN = r"^\s*\d+(\.\d+)?\s*([GgMm]i?[Bb]?)\s*$"
 TORCH: Shape = {"anyOf": [{"const": "rocm"}, obj({
     "value": Key("value", True, "value", {"const": "rocm"}, fixed_doc="rocm"),
     "when": Key("when", False, "when", WHEN, fixed_doc="needed when this renders true")})]}
@@ -113,6 +114,9 @@ class Requires:
     """hip: OpenMP (omp.h, libomp) for the HIP compiler's clang, for host code it compiles"""
     torch: Conditional | None = field(default=None, metadata=spec(TORCH))
     """rocm: the target python's torch must be a ROCm build"""
+    memory_per_job: int | None = field(default=None, metadata=spec({"type": "string", "pattern": MEMORY_PATTERN}))
+    """what one compile job of this build takes at its peak, e.g. 9GiB (default 2GiB): the job count is the
+    cores, or fewer where the available memory (or --memory) holds fewer jobs"""
     tool_versions: tuple[tuple[str, str], ...] = ()  # from `tools:`: (tool, specifier its --version must satisfy)
 
 
