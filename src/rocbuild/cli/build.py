@@ -155,6 +155,7 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     engine = Engine(plan, runner, progress, cache=cache, install_missing=args.install_missing)
     result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
     stdout, stderr = _outcome(args, plan, result)
+    stderr += _installs(result.wheels, None if inv.root else inv.environ.get("PATH", ""))
     sys.stdout.write(stdout)
     sys.stderr.write(stderr)
     if result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
@@ -187,6 +188,18 @@ def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple
         stderr += (f"built in root {root.name} (Debian {root.suite}): the wheels need its glibc and "
                    "libstdc++ or newer to load; no manylinux tag is claimed\n")
     return stdout, stderr
+
+
+def _installs(wheels: tuple[Path, ...], path: str | None) -> str:
+    """Where each wheel installs; `path` (not in a build root): whether this machine's python3 can."""
+    from rocbuild.detect.python import default_interpreter
+    from rocbuild.verify.inputs import inspect_input
+    from rocbuild.verify.text import install_lines
+
+    here = default_interpreter(path) if path is not None and wheels else None
+    lines = [f"{wheel.name}:\n" + "\n".join(install_lines(inspect_input(wheel).floors, here, "  "))
+             for wheel in wheels]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _stamp(inv: Invocation, plan: Plan, wheels: tuple[Path, ...], stdout: str) -> None:

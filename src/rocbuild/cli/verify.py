@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rocbuild.cli.common import Invocation, Subparsers, dump
+
+if TYPE_CHECKING:
+    from rocbuild.detect.python import Interpreter
+    from rocbuild.verify.verdict import Verdict
 
 
 def register(sub: Subparsers) -> None:
@@ -25,6 +30,7 @@ def register(sub: Subparsers) -> None:
 
 def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.detect.arch import detect_archs
+    from rocbuild.detect.python import default_interpreter
     from rocbuild.verify.text import format_verdict
     from rocbuild.verify.verdict import verify_paths
 
@@ -36,11 +42,26 @@ def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
         source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
     verdict = verify_paths([Path(p) for p in args.paths], archs, source, only=tuple(args.files),
                            allow_cuda=args.allow_cuda, require_device_code=False, deep=args.deep)
+    here = default_interpreter(inv.environ.get("PATH", ""))
     if args.json:
-        dump(verdict.to_json())
+        dump(_with_installs(verdict.to_json(), verdict, here))
     else:
-        print(format_verdict(verdict, quiet_files=not args.all_files, verbose=args.verbose))
+        print(format_verdict(verdict, quiet_files=not args.all_files, verbose=args.verbose, here=here))
     return 0 if verdict.ok else 1
+
+
+def _with_installs(data: dict[str, Any], verdict: Verdict, here: Interpreter | None) -> dict[str, Any]:
+    """Each wheel's entry says whether this machine's python3 can install it."""
+    from rocbuild.verify.floors import installs_on, what_it_takes
+
+    for entry, found in zip(data["inputs"], verdict.inputs, strict=True):
+        floors = found.floors
+        if floors is None or here is None:
+            continue
+        why = installs_on(floors, here)
+        entry["installs_here"] = {"python": here.executable, "ok": why is None, "why": why,
+                                  "what_it_takes": None if why is None else what_it_takes(floors, here)}
+    return data
 
 
 def parse_verify_archs(text: str) -> list[str]:

@@ -41,3 +41,33 @@ def find_python(option: str | None = None) -> PythonInfo:
                          hint="give the path of a python3 executable, e.g. ~/venv/bin/python")
     major, minor = version.split(".")
     return PythonInfo(str(Path(exe).absolute()), version, f"cp{major}{minor}")
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python a wheel may be installed into (this machine's python3, say), as it reports itself."""
+
+    executable: str
+    version: tuple[int, int]
+    glibc: tuple[int, ...] | None  # os.confstr('CS_GNU_LIBC_VERSION'); None: not a glibc system
+    machine: str  # x86_64
+
+
+INTERPRETER_QUERY = ("import os, platform, sys; v = os.confstr('CS_GNU_LIBC_VERSION') or ''; "
+                     "print(sys.executable, '%d.%d' % sys.version_info[:2], v.split()[-1] if v.startswith('glibc') "
+                     "else '-', platform.machine())")
+
+
+def default_interpreter(path: str) -> Interpreter | None:
+    """`python3` as found on `path` (the caller's PATH): the Python a user installs wheels into by default."""
+    exe = shutil.which("python3", path=path)
+    if exe is None:
+        return None
+    proc = query_process([exe, "-c", INTERPRETER_QUERY], timeout=30)
+    if isinstance(proc, str) or proc.exit_code != 0 or len(proc.stdout.split()) != 4:
+        return None
+    executable, version, glibc, machine = proc.stdout.split()
+    major, minor = (int(x) for x in version.split("."))
+    libc = tuple(int(x) for x in glibc.split(".")) if glibc != "-" else None
+    return Interpreter(executable, (major, minor), libc, machine)
+

@@ -14,6 +14,7 @@ from typing import Any
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
 
 from rocbuild.verify.bundles import Bundle, TargetId, find_bundles
 from rocbuild.verify.codeobj import EM_AMDGPU, CodeObject, find_code_objects, parse_code_object
@@ -73,6 +74,7 @@ class ElfInfo:
     rpath: list[str] = field(default_factory=list)
     runpath: list[str] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)  # ROCm runtime libraries named in its data (dlopen)
+    versions: list[str] = field(default_factory=list)  # symbol versions it needs: GLIBC_2.34, GLIBCXX_3.4.30, ...
     problems: list[Finding] = field(default_factory=list)  # what reading it found wrong
 
     @property
@@ -142,6 +144,8 @@ def inspect_elf(path: Path, name: str | None = None) -> ElfInfo:
                             info.rpath += [p for p in str(named.rpath).split(":") if p]
                         elif kind == "DT_RUNPATH":
                             info.runpath += [p for p in str(named.runpath).split(":") if p]
+                if isinstance(section, GNUVerNeedSection):
+                    info.versions += [str(aux.name) for _, auxes in section.iter_versions() for aux in auxes]
                 if section["sh_type"] != "SHT_NOBITS" and section["sh_size"]:
                     sections.append((section.name, section["sh_offset"], section["sh_size"]))
                 if FATBIN_SECTION.match(section.name) and section["sh_type"] != "SHT_NOBITS":

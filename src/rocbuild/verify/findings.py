@@ -10,10 +10,12 @@ import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rocbuild.verify.elf import ElfInfo
 from rocbuild.verify.finding import Code, Finding
+from rocbuild.verify.floors import Floors, floors_of
 from rocbuild.verify.pe import is_windows_code
 from rocbuild.verify.provenance import Provenance
 
@@ -157,8 +159,17 @@ class InputFindings:
         """The code of each of all_problems(), in the same order."""
         return [x.code for _, x in self.all_findings() if x.problem]
 
+    @property
+    def floors(self) -> Floors | None:
+        """A wheel's tags and the glibc and libstdc++ its binaries need; None for other inputs."""
+        if self.kind != "wheel":
+            return None
+        return floors_of(Path(self.path).name, (v for f in self.files for v in f.info.versions))
+
     def to_json(self) -> dict[str, Any]:
+        floors = self.floors
         return {"path": self.path, "kind": self.kind, "device_code": self.has_device_code,
+                "installs": floors.to_json() if floors is not None else None,
                 "provenance": None if self.provenance is None else dict(self.provenance.raw), "notes": self.notes,
                 "requires_dist": None if self.requires is None else [str(r) for r in self.requires],
                 "files": [f.to_json() for f in self.files], "problems": self.all_problems(),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from rocbuild.detect.python import Interpreter
+from rocbuild.verify.floors import Floors, installs_on, what_it_takes
 from rocbuild.verify.pe import is_windows_code
 from rocbuild.verify.provenance import Provenance
 from rocbuild.verify.verdict import FileFindings, Verdict
 
 
-def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool = True) -> str:
-    """`verbose`: every bundle entry and where each file finds ROCm; otherwise one line per file."""
+def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool = True,
+                   here: Interpreter | None = None) -> str:
+    """`verbose`: every bundle entry and where each file finds ROCm; otherwise one line per file.
+    `here`: this machine's python3, which each wheel is said to install into, or not."""
     lines = []
     if verdict.archs:
         lines.append(f"archs: {', '.join(verdict.archs)} (from {verdict.archs_from})")
@@ -26,6 +30,7 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
             if f.path != found.path:
                 lines.append(f"  {f.path}")
             lines += ["    " + line for line in _file_lines(f)]
+        lines += install_lines(found.floors, here, "  ")
         lines += [f"  note: {n}" for n in found.notes]
         lines += [f"  note: {f.path}: {n}" for f in found.files for n in f.notes]
         hidden = len(found.files) - len(shown)
@@ -48,6 +53,18 @@ def format_verdict(verdict: Verdict, *, quiet_files: bool = True, verbose: bool 
             head = "ok: no device code to check (see the notes)"
         lines.append(head + "; nothing links CUDA")
     return "\n".join(lines)
+
+
+def install_lines(floors: Floors | None, here: Interpreter | None, indent: str) -> list[str]:
+    """Where a wheel installs, and whether `here` (this machine's python3) can install it."""
+    if floors is None:
+        return []
+    lines = [f"{indent}installs on: {floors.describe()}"]
+    if here is not None:
+        why = installs_on(floors, here)
+        lines.append(f"{indent}this machine's python3 ({here.executable}, CPython {here.version[0]}.{here.version[1]}): "
+                     + ("can install it" if why is None else f"cannot install it: {why}; {what_it_takes(floors, here)}"))
+    return lines
 
 
 def _provenance_line(p: Provenance) -> str:
