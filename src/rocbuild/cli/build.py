@@ -50,7 +50,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="recipe name (see `rocbuild recipes`) or path to a .yaml file")
     p.add_argument("--arch", help="gfx target(s), comma-separated (default: the GPUs of this machine)")
     p.add_argument("--rocm", metavar="PATH", help="ROCm prefix (default: ROCM_PATH, hipcc's prefix, /opt/rocm, /usr)")
-    p.add_argument("--python", metavar="PY", help="target python for the wheel (default: this one)")
+    p.add_argument("--python", metavar="PY",
+                   help="target python for the wheel (default: this one): a path, a name, 3.13; build and plan take "
+                        "several, 3.13,3.14, or all (every python3.X on PATH): one wheel each")
     p.add_argument("--out", metavar="DIR", default="wheelhouse", help="wheelhouse (default: ./wheelhouse)")
     p.add_argument("--work", metavar="DIR", help="work folder (default: under the XDG cache)")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
@@ -101,7 +103,12 @@ def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool
 
 
 def make_build_plan(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> Plan:
+    from rocbuild.errors import UsageError
     from rocbuild.plan.assemble import plan_for
+
+    if args.python and ("," in args.python or args.python.strip() == "all"):
+        raise UsageError(f"--python {args.python}: `{args.command}` takes one python",
+                         hint="build and plan take several (one wheel per python); name one here")
 
     request = build_request(args, inv, need_archs=need_archs)
     if getattr(args, "install_missing", False) and inv.root is None:
@@ -124,27 +131,51 @@ def _check_install_missing(request: BuildRequest) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
+    """One plan per python of --python (as JSON, a list when it names several or `all`)."""
     import rocbuild.cli.show as show
     from rocbuild.engine.until import check_until
 
-    plan = make_build_plan(args, inv)
-    check_until(plan, args.until)
+    plans = [make_build_plan(each, inv) for each in per_python(args, inv)]
+    for plan in plans:
+        check_until(plan, args.until)
     if args.json:
-        dump(plan.to_json())
+        asked = args.python or ""
+        several = len(plans) > 1 or "," in asked or asked.strip() == "all"
+        dump([plan.to_json() for plan in plans] if several else plans[0].to_json())
     else:
-        show.plan_text(plan)
+        for plan in plans:
+            show.plan_text(plan)
     return 0
 
 
+def per_python(args: argparse.Namespace, inv: Invocation) -> list[argparse.Namespace]:
+    """The command's arguments once per python of --python (`3.13,3.14`, `all`, or one)."""
+    from rocbuild.detect.python import python_choices
+
+    return [argparse.Namespace(**{**vars(args), "python": py})
+            for py in python_choices(args.python, inv.environ.get("PATH", ""))]
+
+
 def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
+    """One wheel per python of --python, built one after another: each its own plan and work folder;
+    the compile work they share is shared through ccache (the same sources, flags and compiler)."""
+    if args.dry_run:
+        return cmd_plan(args, inv)
+    each = per_python(args, inv)
+    for one in each:
+        _build_one(one, inv, stamp=len(each) == 1)
+    if len(each) > 1:
+        print(f"built for {len(each)} pythons: {', '.join(str(one.python) for one in each)}", file=sys.stderr)
+    return 0
+
+
+def _build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> None:
     from rocbuild.engine.cache import BuildCache
     from rocbuild.engine.engine import Engine
     from rocbuild.paths import cache_root
     from rocbuild.process.runner import Runner
     from rocbuild.progress import Progress
 
-    if args.dry_run:
-        return cmd_plan(args, inv)
     plan = make_build_plan(args, inv)
     runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
     if args.install_missing and plan.requirements.torch is not None and Engine(plan, runner, progress).install_torch():
@@ -158,9 +189,8 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     stderr += _installs(result.wheels, None if inv.root else inv.environ.get("PATH", ""))
     sys.stdout.write(stdout)
     sys.stderr.write(stderr)
-    if result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
+    if stamp and result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
         _stamp(inv, plan, result.wheels, stdout)
-    return 0
 
 
 def _per_job(plan: Plan) -> int:

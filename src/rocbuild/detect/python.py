@@ -23,10 +23,53 @@ class PythonInfo:
         return {"executable": self.executable, "version": self.version}
 
 
+VERSION_ONLY = re.compile(r"^3\.\d{1,3}$")
+VERSIONED_NAME = re.compile(r"^python3\.\d{1,3}$")
+
+
+def python_choices(option: str | None, path: str) -> list[str | None]:
+    """--python as a list: one value, several comma-separated, or `all` (every python3.X on `path`, the
+    first of each version). A bare version names that python on PATH: 3.13 is python3.13."""
+    if option is None:
+        return [None]
+    if option.strip() == "all":
+        found = pythons_on(path)
+        if not found:
+            raise UsageError("--python all: no python3.X executable on PATH", hint="name them: --python 3.11,3.12")
+        return list(found)
+    items = [x.strip() for x in option.split(",") if x.strip()]
+    if not items:
+        raise UsageError(f"--python {option!r}: names no python", hint="e.g. --python 3.13,3.14 or --python all")
+    return [f"python{x}" if VERSION_ONLY.match(x) else x for x in items]
+
+
+def pythons_on(path: str) -> list[str]:
+    """Every python3.X on `path`, the first of each version found, oldest version first."""
+    found: dict[str, str] = {}
+    for folder in path.split(os.pathsep):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            full = os.path.join(folder, name)
+            if VERSIONED_NAME.match(name) and name not in found and os.access(full, os.X_OK) and _runs(full, name):
+                found[name] = full
+    return [found[n] for n in sorted(found, key=lambda n: int(n.split(".")[1]))]
+
+
+def _runs(exe: str, name: str) -> bool:
+    """It is the python its name says (a pyenv shim of a version not selected answers nothing)."""
+    proc = query_process([exe, "-c", "import sys; print('python%d.%d' % sys.version_info[:2])"], timeout=30)
+    return not isinstance(proc, str) and proc.exit_code == 0 and proc.stdout.strip() == name
+
+
 def find_python(option: str | None = None) -> PythonInfo:
     if option is None:
         v = sys.version_info
         return PythonInfo(sys.executable, f"{v.major}.{v.minor}", f"cp{v.major}{v.minor}")
+    if VERSION_ONLY.match(option):
+        option = f"python{option}"
     exe = shutil.which(option) or option
     if not Path(exe).is_file() or not os.access(exe, os.X_OK):
         raise UsageError(f"--python {option}: no such executable", hint="give a path or a name on PATH, e.g. python3.11")
