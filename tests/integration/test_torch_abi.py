@@ -120,6 +120,24 @@ def test_a_runpath_naming_the_build_machines_folders_is_noted_and_not_where_rocm
     assert f"note: ext_demo/_rp.so: its RUNPATH holds build-machine paths ({BUILD_FOLDER})" in out
 
 
+def test_torch_libraries_under_a_distributions_sonames_are_noted(cli, elves, tmp_path):
+    """An extension linked against Debian's torch (libc10.so.2.14) loads only beside that torch."""
+    d = tmp_path / "debian"
+    d.mkdir()
+    stub(d, "libc10.so.2.14")
+    (d / "ext.c").write_text("extern int libc10_fn(void);\nint ext_entry(void) { return libc10_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(d / "ext.c"), f"-L{d}", "-l:libc10.so.2.14", "-l:libamdhip64.so.7",
+                    f"-L{elves['c10'].parent}", "-o", str(d / "_deb.so")], check=True)
+    wheel = make_wheel(tmp_path / "w", {"ext_demo/_deb.so": d / "_deb.so"}, ["torch==2.14.*"])
+    code, out, err = cli("verify", "--json", "--arch", "gfx90a", str(wheel))
+    report = json.loads(out)
+    (note,) = [f for f in report["inputs"][0]["findings"] if f["code"] == "torch_distro_sonames"]
+    assert note["data"] == {"libs": ["libc10.so.2.14"], "where": "ext_demo/_deb.so"} and not note["problem"]
+    plain = make_wheel(tmp_path / "p", {"ext_demo/_ext.so": elves["ext"]}, ["torch==2.14.*"])  # libc10_hip.so
+    code, out, err = cli("verify", "--json", "--arch", "gfx90a", str(plain))
+    assert "torch_distro_sonames" not in out
+
+
 def requires_dist(wheel: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as zf:
         (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]

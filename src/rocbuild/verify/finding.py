@@ -21,13 +21,13 @@ Code = Literal[
     "majors_in_library", "majors_mixed", "alternative_wrong_major", "alternative_serves", "major_disagrees",
     "stale_alternative",
     # what the wheel says of itself
-    "build_only_torch", "torch_unpinned",
+    "build_only_torch", "torch_unpinned", "torch_distro_sonames",
 ]
 CODES: tuple[Code, ...] = get_args(Code)
 
 # Worth knowing, not a failure; every other code is a problem.
 NOTES: frozenset[Code] = frozenset({"build_paths", "cuda_allowed", "runtime_only", "alternative_serves",
-                                    "build_only_torch", "torch_unpinned"})
+                                    "build_only_torch", "torch_unpinned", "torch_distro_sonames"})
 # Said of a build against a build-only ROCm torch (`rocbuild root torch`), by verify and by the build's checks.
 BUILD_ONLY_NOTE = "built against a build-only torch"
 # The file could not be read: that is the cause of whatever seems missing from it.
@@ -154,6 +154,10 @@ MESSAGES: dict[Code, Callable[[Finding], str]] = {
                                    "tried; its torch libraries hold no code, so it loads nowhere: rebuild against a "
                                    "real ROCm torch to run it"),
     "torch_unpinned": _torch_unpinned,
+    "torch_distro_sonames": lambda f: (
+        f"{f.text('where')} needs {', '.join(f.texts('libs'))}: versioned names no PyTorch wheel gives its "
+        "libraries (a ROCm torch wheel ships libc10.so, libc10_hip.so, libtorch_cpu.so, ...); it was linked against "
+        "a distribution's torch (Debian's, say) and loads only beside that torch, not with one from pip"),
     "alternative_serves": lambda f: (f"{f.text('path')} serves ROCm {f.text('release')} (links {f.text('lib')}); "
                                      "the package loads the library for the ROCm it finds"),
     "major_disagrees": lambda f: (f"links ROCm {f.number('major')} libraries ({f.text('where')}), but {_claim(f)}: "

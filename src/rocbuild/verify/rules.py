@@ -30,6 +30,7 @@ def leaked_build_paths(paths: list[str]) -> list[str]:
 
 # torch's own libraries: whatever needs one was compiled against one torch release's C++ ABI.
 TORCH_LIB = re.compile(r"^lib(?:c10|torch)(?:_[A-Za-z0-9_]+)?\.so(?:\.|$)")
+VERSIONED_SO = re.compile(r"\.so\.\d")
 _ANY = 1 << 30  # a series bound no specifier sets: any major, any minor
 
 Series = tuple[int, int]  # a release series: (major, minor)
@@ -87,6 +88,18 @@ def torch_pinned(found: InputFindings) -> tuple[Finding, ...]:
                                        "series": series}),)
 
 
+def torch_sonames(found: InputFindings) -> tuple[Finding, ...]:
+    """torch's libraries needed under a distribution's versioned sonames (libc10.so.2.14): PyTorch's wheels
+    name theirs libc10.so, libtorch_cpu.so, ..., so such an extension loads only beside that distribution's
+    torch (a build-only torch gives the wheels' names: a build that links these went around it)."""
+    own = {Path(f.path).name for f in found.files}
+    for f in found.files:
+        libs = sorted(n for n in f.info.needed if TORCH_LIB.match(n) and VERSIONED_SO.search(n) and n not in own)
+        if libs:
+            return (Finding("torch_distro_sonames", {"libs": tuple(libs), "where": f.path}),)
+    return ()
+
+
 def _is_version(text: str) -> bool:
     try:
         Version(text)
@@ -130,7 +143,7 @@ def judge(read: InputFindings, targets: list[TargetId], device_code_in: tuple[st
         files.append(replace(f, coverage=coverage(f, targets), found=f.found + of_file))
     of_input = (code_objects_cover(judged, targets) + device_code_present(marked, judged, targets, require=require)
                 + unmatched_globs(marked.files, device_code_in) + judge_rocm_majors(marked, built_with)
-                + built_against(marked) + torch_pinned(marked))
+                + built_against(marked) + torch_pinned(marked) + torch_sonames(marked))
     return replace(marked, files=tuple(files), found=marked.found + of_input)
 
 
