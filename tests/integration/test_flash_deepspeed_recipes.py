@@ -1,0 +1,238 @@
+"""flash-attn and DeepSpeed recipes: planned against stand-in ROCm trees and ROCm torches, and prepared from
+the real sdists (network) to show every patch applies there.
+
+No ROCm torch can be installed here, so nothing is compiled: the plans show what each build would be given,
+the refusals show that nothing runs, and the patched DeepSpeed op builder is run with rocminfo stood in for.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_rocm_tree
+from tests.pyenv_trees import make_venv
+
+FLASH_SDIST = ("flash-attn==2.8.3", "1e71dd64a9e0280e0447b8a0c2541bad4bf6ac65bdeaa2f90e51a9e57de0370d")
+DS_SDIST = ("deepspeed==0.19.8", "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af")
+DS_OPS = ("FUSED_ADAM", "FUSED_LAMB", "FUSED_LION", "RANDOM_LTD", "QUANTIZER", "TRANSFORMER",
+          "STOCHASTIC_TRANSFORMER", "TRANSFORMER_INFERENCE", "CPU_ADAM", "CPU_ADAGRAD", "CPU_LION")
+
+
+def plan_json(cli, *args) -> dict:
+    code, out, err = cli("plan", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def rocm72(tmp_path_factory) -> Path:
+    return make_rocm_tree(tmp_path_factory.mktemp("opt"), "7.2.0")
+
+
+@pytest.fixture
+def torch72(tmp_path) -> Path:
+    python, _ = make_venv(tmp_path / "venv", "rocm7.2")  # torch 2.14: its headers need C++20
+    return python
+
+
+def _gated_venv(tmp_path: Path, flavour: str) -> Path:
+    """A ROCm torch venv holding every build module, so that only the recipe itself can refuse."""
+    python, site = make_venv(tmp_path / "venv", flavour)
+    for module in ("setuptools", "wheel", "packaging", "ninja", "psutil"):
+        (site / module).mkdir(exist_ok=True)
+        (site / module / "__init__.py").write_text("")
+    return python
+
+
+def _tripwire_tree(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "setup.py").write_text("raise SystemExit('the build ran')\n")
+    return root
+
+
+# -- flash-attn ----------------------------------------------------------------------------------------
+
+
+def test_flash_attn_plans_its_ck_backend_for_gfx942(cli, rocm72, torch72):
+    plan = plan_json(cli, "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72)
+    assert plan["source"]["kind"] == "sdist" and plan["source"]["requirement"] == FLASH_SDIST[0]
+    assert plan["source"]["sha256"] == FLASH_SDIST[1]
+    (step,) = plan["steps"]
+    env = step["env"]
+    assert env["BUILD_TARGET"] == "rocm" and env["GPU_ARCHS"] == "gfx942"
+    assert env["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"  # else it downloads a prebuilt wheel
+    assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in env  # the CK backend
+    assert "--no-build-isolation" in step["argv"]
+    assert plan["env"]["PYTORCH_ROCM_ARCH"] == "gfx942" and plan["env"]["ROCM_HOME"] == str(rocm72)
+    assert plan["requirements"]["torch"] == "rocm"
+    # torch 2.14 needs C++20; setup.py asks for c++17 in four places
+    (std,) = plan["patches"]
+    assert (std["file"], std["find"], std["with"], std["count"]) == ("setup.py", '"-std=c++17"', '"-std=c++20"', 4)
+    check = next(v for v in plan["verify"] if v["name"] == "kernels-are-rocm")
+    assert check["files"] == ["flash_attn_2_cuda*.so"] and check["links"] == ["libamdhip64", "libc10_hip"]
+
+
+def test_flash_attn_jobs_come_from_its_own_memory_estimate(cli, rocm72, torch72):
+    """Upstream's heuristic: ~9 GB a job. 12 GiB holds one such job, whatever the cores (2 GiB, the default
+    estimate, would give six)."""
+    code, out, err = cli("plan", "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                         "--memory", "12GiB")
+    assert code == 0, err
+    assert "9.0 GiB per job by the recipe" in out
+    plan = plan_json(cli, "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                     "--memory", "12GiB")
+    assert plan["steps"][0]["env"]["MAX_JOBS"] == "1" and plan["env"]["CMAKE_BUILD_PARALLEL_LEVEL"] == "1"
+
+
+@pytest.mark.parametrize("archs", ["gfx1100", "gfx942,gfx1201", "gfx908"])
+def test_flash_attn_refuses_archs_its_release_rejects_before_anything_runs(cli, tmp_path, rocm72, archs):
+    python = _gated_venv(tmp_path, "rocm7.2")
+    src = _tripwire_tree(tmp_path / "flash")
+    code, out, err = cli("build", "flash-attn", "--arch", archs, "--rocm", rocm72, "--python", python,
+                         "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
+    assert code == 2, err
+    assert "accepts only gfx90a, gfx942 and gfx950" in err
+    # names the upstream version that accepts RDNA, and the backend that serves it today
+    assert "main from commit 5301a359" in err and "no PyPI release yet" in err
+    assert "FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE" in err
+    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
+    code, _, err = cli("plan", "flash-attn", "--arch", archs, "--rocm", rocm72, "--python", python)
+    assert code == 2 and "5301a359" in err
+
+
+@pytest.mark.parametrize("archs", ["gfx90a", "gfx942", "gfx950", "gfx90a,gfx942,gfx950"])
+def test_flash_attn_accepts_every_arch_of_its_allow_list(cli, rocm72, torch72, archs):
+    plan = plan_json(cli, "flash-attn", "--arch", archs, "--rocm", rocm72, "--python", torch72)
+    assert plan["steps"][0]["env"]["GPU_ARCHS"] == archs.replace(",", ";")
+
+
+# -- DeepSpeed -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("archs, wave", [("gfx942", "64"), ("gfx90a,gfx950", "64"), ("gfx1100", "32"),
+                                         ("gfx1201,gfx1030", "32")])
+def test_deepspeed_wavefront_size_follows_the_archs(cli, rocm72, torch72, archs, wave):
+    plan = plan_json(cli, "deepspeed", "--arch", archs, "--rocm", rocm72, "--python", torch72)
+    assert plan["env"]["DS_ROCM_WAVEFRONT_SIZE"] == wave
+    assert plan["env"]["PYTORCH_ROCM_ARCH"] == archs.replace(",", ";")
+    # the patches that make the op builder read both instead of rocminfo
+    files = [(p["file"], "DS_ROCM_WAVEFRONT_SIZE" in p["with"]) for p in plan["patches"]]
+    assert sorted(files) == sorted([("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False),
+                                    ("op_builder/builder.py", True), ("deepspeed/ops/op_builder/builder.py", True)])
+
+
+def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
+    plan = plan_json(cli, "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72)
+    assert plan["source"]["requirement"] == DS_SDIST[0] and plan["source"]["sha256"] == DS_SDIST[1]
+    (step,) = plan["steps"]
+    env = step["env"]
+    # DS_BUILD_OPS=0: only the named ops; the ROCm op builders even with no GPU visible
+    assert env["DS_BUILD_OPS"] == "0" and env["DS_ACCELERATOR"] == "cuda" and env["DS_ENABLE_NINJA"] == "1"
+    assert {op: env[f"DS_BUILD_{op}"] for op in DS_OPS} == {op: "1" if op == "FUSED_ADAM" else "0" for op in DS_OPS}
+    assert "--no-build-isolation" in step["argv"]
+    checks = {v["name"]: v for v in plan["verify"]}
+    assert checks["op-library-is-rocm"]["files"] == ["deepspeed/ops/adam/fused_adam_op*.so"]
+    assert checks["op-library-is-rocm"]["links"] == ["libamdhip64", "libc10_hip"]
+    assert checks["every-asked-op-compiled"]["argv"][-1] == "fused_adam"
+
+    plan = plan_json(cli, "deepspeed", "--arch", "gfx1100", "--rocm", rocm72, "--python", torch72,
+                     "--set", "ops=random_ltd,cpu_adam")
+    env = plan["steps"][0]["env"]
+    assert {op for op in DS_OPS if env[f"DS_BUILD_{op}"] == "1"} == {"RANDOM_LTD", "CPU_ADAM"}
+    names = {v["name"]: v for v in plan["verify"]}
+    assert "op-library-is-rocm" not in names  # fused_adam was not asked for
+    assert names["every-asked-op-compiled"]["argv"][-1] == "random_ltd,cpu_adam"
+
+
+def test_deepspeed_refuses_an_op_it_does_not_know(cli, rocm72, torch72):
+    code, _, err = cli("plan", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                       "--set", "ops=fused_adam,evoformer_attn")
+    assert code != 0 and "evoformer_attn" in err
+
+
+@pytest.mark.parametrize("archs", ["gfx942,gfx1100", "gfx1201,gfx90a"])
+def test_deepspeed_refuses_wave64_and_wave32_archs_in_one_build(cli, tmp_path, rocm72, archs):
+    python = _gated_venv(tmp_path, "rocm7.2")
+    src = _tripwire_tree(tmp_path / "ds")
+    code, _, err = cli("build", "deepspeed", "--arch", archs, "--rocm", rocm72, "--python", python,
+                       "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
+    assert code == 2, err
+    assert "one ROCM_WAVEFRONT_SIZE for the whole build" in err and "Build one wheel for each kind" in err
+    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
+
+
+# -- the real sdists -----------------------------------------------------------------------------------
+
+
+@pytest.mark.network
+def test_flash_attn_sdist_prepares_with_ck_and_cxx20(cli, tmp_path, rocm72, torch72):
+    code, out, err = cli("prepare", "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                         "--work", tmp_path / "work")
+    assert code == 0, err
+    tree = Path(out.strip().splitlines()[-1])
+    setup = (tree / "setup.py").read_text()
+    assert setup.count('"-std=c++20"') == 4 and '"-std=c++17"' not in setup
+    # what the recipe relies on is still there: the allow-list, its variables, CK in the sdist
+    assert 'allowed_archs = ["native", "gfx90a", "gfx950", "gfx942"]' in setup
+    assert 'os.getenv("GPU_ARCHS", "native").split(";")' in setup and 'os.environ.get("BUILD_TARGET"' in setup
+    assert 'os.getenv("FLASH_ATTENTION_FORCE_BUILD", "FALSE") == "TRUE"' in setup
+    assert "free_memory_gb / 9" in setup  # upstream's 9 GB a job, requires.memory-per-job
+    assert (tree / "csrc/composable_kernel/example/ck_tile/01_fmha/generate.py").is_file()
+    assert 'name="flash_attn_2_cuda"' in setup  # the library the verify check names
+
+
+@pytest.mark.network
+def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_path, rocm72, torch72):
+    code, out, err = cli("prepare", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                         "--work", tmp_path / "work")
+    assert code == 0, err
+    tree = Path(out.strip().splitlines()[-1])
+    assert err.count("replaced 1") == 4, err
+    for builder in ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py"):
+        assert (tree / builder).read_text().count("rocbuild:") == 2
+    # the op's import path gives the library's name the verify check looks for
+    assert "return f'deepspeed.ops.adam.{self.NAME}_op'" in (tree / "op_builder/fused_adam.py").read_text()
+    # the build-time variables the recipe sets are read there
+    setup = (tree / "setup.py").read_text()
+    assert "get_env_if_set('DS_BUILD_OPS'" in setup and 'is_env_set("DS_ENABLE_NINJA")' in setup
+    assert 'os.environ["DS_ACCELERATOR"]' in (tree / "accelerator/real_accelerator.py").read_text()
+
+    # The patched op builder, run with no torch and rocminfo stood in for: absent, or a host GPU of the
+    # other kind. The build's variables win; without them upstream's fallback (32, no arch) is left as it was.
+    probe = textwrap.dedent("""
+        import importlib.util, json, subprocess, sys
+        mode = sys.argv[2]
+        def fake(argv, **kw):
+            if mode == "absent":
+                raise FileNotFoundError(argv[0])
+            return b"  Name:                    gfx1100\\n  Wavefront Size:          32(0x20)\\n"
+        subprocess.check_output = fake
+        spec = importlib.util.spec_from_file_location("ds_builder", sys.argv[1])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        print(json.dumps([mod.OpBuilder.get_rocm_wavefront_size(), mod.OpBuilder.get_rocm_gpu_arch()]))
+    """)
+
+    def run(builder: str, mode: str, **env: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", probe, str(tree / builder), mode], capture_output=True,
+                              text=True, env={"PATH": "/nonexistent", **env}, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    for builder in ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py"):
+        wanted = {"DS_ROCM_WAVEFRONT_SIZE": "64", "PYTORCH_ROCM_ARCH": "gfx942"}
+        assert run(builder, "absent", **wanted) == ["64", "gfx942"]
+        assert run(builder, "host-gpu", **wanted) == ["64", "gfx942"]
+        assert run(builder, "absent") == ["32", ""]  # upstream's trap, kept when the variables are unset
+        assert run(builder, "host-gpu") == ["32", "gfx1100"]
+
+    # prepared again: every patch is already in, which is fine
+    code, out, err = cli("prepare", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                         "--work", tmp_path / "work")
+    assert code == 0, err
+    assert (tree / "op_builder/builder.py").read_text().count("rocbuild:") == 2
