@@ -177,8 +177,12 @@ def _py310_missing() -> str | None:
     return None if oldest_python() else "no CPython 3.10 here (pyenv install 3.10, or a python3.10 on PATH)"
 
 
+def _podman_missing() -> str | None:
+    return None if shutil.which("podman") else "podman not found on PATH (apt-get install podman)"
+
+
 TOOL_MARKERS = {"hipcc": _hipcc_missing, "actionlint": _actionlint_missing, "root": _root_tools_missing,
-                "mingw": _mingw_missing, "py310": _py310_missing}
+                "mingw": _mingw_missing, "py310": _py310_missing, "podman": _podman_missing}
 
 
 def _require_tools() -> bool:

@@ -215,7 +215,7 @@ def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple
         stderr = f"done: the built tree is {plan.work.src}\n"
     root = plan.host.root
     if wheels and root is not None:
-        stderr += (f"built in root {root.name} (Debian {root.suite}): the wheels need its glibc and "
+        stderr += (f"built in root {root.name} ({root.origin}): the wheels need its glibc and "
                    "libstdc++ or newer to load; no manylinux tag is claimed\n")
     return stdout, stderr
 

@@ -26,6 +26,10 @@ def register(sub: Subparsers) -> None:
     p = action(acts, COMMAND, "create", cmd_create, "make a root holding a ROCm release from Debian's archive")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--rocm", metavar="X.Y", help="the ROCm release the root holds")
+    p.add_argument("--image", metavar="IMAGE",
+                   help="make it from a container image instead (rocm/dev-ubuntu-24.04:7.2-complete, rocm/pytorch:..., "
+                        "any image holding ROCm), exported through podman or docker")
+    p.add_argument("--engine", choices=["podman", "docker"], help="with --image: which (default: podman, else docker)")
     p.add_argument("--suite", help="the Debian suite (default: the one that carries --rocm now)")
     _mirror(p)
     p.add_argument("--with", dest="with_packages", action="append", default=[], metavar="PACKAGE",
@@ -72,6 +76,10 @@ def cmd_list(args: argparse.Namespace, inv: Invocation) -> int:
     for root in roots:
         row = root.to_json()
         versions = row["versions"]
+        if row.get("image"):
+            print(f"{root.name:<14} ROCm {row['rocm'] or '?':<8} image {row['image']} ({row.get('os') or '?'}), "
+                  f"python {', '.join(row.get('pythons') or []) or '?'}, glibc {row.get('glibc') or '?'}  {root.tree}")
+            continue
         print(f"{root.name:<14} ROCm {row['rocm'] or '?':<8} Debian {row['suite'] or '?':<13} "
               f"hipcc {versions.get('hipcc', '?'):<20} python3 {versions.get('python3', '?'):<12} {root.tree}")
     return 0
@@ -185,8 +193,10 @@ def cmd_create(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.roots.create import create_root, describe_installed
     from rocbuild.roots.store import check_name
 
+    if args.image:
+        return _create_from_image(args)
     if not args.rocm:
-        raise UsageError("root create: which ROCm? give --rocm X.Y (see `rocbuild root suites`)")
+        raise UsageError("root create: which ROCm? give --rocm X.Y (see `rocbuild root suites`), or --image IMAGE")
     check_name(args.name)
     mirror = resolve_mirror(args.mirror)
     suite = Archive(mirror).choose(args.rocm, args.suite)
@@ -197,6 +207,24 @@ def cmd_create(args: argparse.Namespace, inv: Invocation) -> int:
         print(f"root {root.name}: Debian {suite.name}, ROCm {suite.rocm}; installed:\n{describe_installed(root)}")
         print(f"wheels built in it need Debian {suite.base}'s glibc and libstdc++ (no manylinux tag is claimed)")
         print(f"use it: rocbuild RECIPE --root {root.name} --arch gfx1100")
+    return 0
+
+
+def _create_from_image(args: argparse.Namespace) -> int:
+    from rocbuild.progress import Progress
+    from rocbuild.roots.image import create_from_image, find_engine
+
+    if args.rocm or args.suite or args.with_packages or args.mirror:
+        raise UsageError("root create --image: the image decides ROCm and its packages",
+                         hint="drop --rocm, --suite, --with and --mirror (add packages later: rocbuild root install)")
+    root = create_from_image(args.name, args.image, find_engine(args.engine), Progress())
+    if args.json:
+        print(json.dumps(root.to_json(), indent=2))
+        return 0
+    i = root.info
+    print(f"root {root.name}: image {args.image} ({i.get('os') or 'an unknown OS'}), ROCm {i.get('rocm') or 'none found'}, "
+          f"python {', '.join(i.get('pythons') or []) or 'none'}, glibc {i.get('glibc') or '?'}")
+    print(f"use it: rocbuild RECIPE --root {root.name} --arch gfx1100 (--python all: a wheel for each of its pythons)")
     return 0
 
 

@@ -76,7 +76,7 @@ def _host(plan: Plan, out: Out) -> None:
     out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs} ({h.jobs_why})")
     root = h.root
     if root is not None:
-        out(f"  root:   {root.name} (Debian {root.suite or '?'}, {root.tree}, id {root.id}): "
+        out(f"  root:   {root.name} ({root.origin}, {root.tree}, id {root.id}): "
             "every argv below, every probe and check runs inside it, entered as")
         out(f"    {shlex.join(root.enter)} ARGV")
         out("    (plus --setenv for each variable; wheels built here need this root's glibc and libstdc++: "
@@ -126,7 +126,7 @@ def _root_packages(plan: Plan, out: Out) -> None:
     for label, package in mapping.packages.items():
         out(f"  {label}: Debian package {package}")
     for label in mapping.unknown:
-        out(f"  {label}: no Debian package of {root.suite or 'this root'} is known to provide it")
+        out(f"  {label}: no package of {root.origin} is known to provide it")
     update, install = apt_commands(["<the missing ones>"], root.apt_target)
     out(f"  with --install-missing, the missing ones are installed into the root first: "
         f"argv: {json.dumps(update)}, then {json.dumps(install)}")

@@ -233,7 +233,7 @@ def _debian(root: RootInfo | None, mapping: Mapping | None, label: str) -> str:
         return ""
     if label in mapping.packages:
         return f" (Debian package {mapping.packages[label]})"
-    return f" (no package of Debian {root.suite or 'this root'} is known to provide it)"
+    return f" (no package of {root.origin} is known to provide it)"
 
 
 def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str]) -> None:

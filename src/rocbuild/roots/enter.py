@@ -125,9 +125,15 @@ def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) ->
     ident = root.identity()
     info = RootInfo(name=root.name, tree=str(root.tree), suite=root.info.get("suite"), mirror=root.info.get("mirror"),
                     id=ident["id"], rootless=os.geteuid() != 0, apt_target=root.apt_target,
-                    versions=dict(ident["versions"]), components=dict(ident["components"]), enter=tuple(prefix_shown))
+                    versions=dict(ident["versions"]), components=dict(ident["components"]), enter=tuple(prefix_shown),
+                    image=_image_of(root))
     env[IN_ROOT] = info.encode()
     return env
+
+
+def _image_of(root: Root) -> str | None:
+    image, image_id = root.info.get("image"), root.info.get("image_id")
+    return f"{image} ({str(image_id)[:19]})" if image else None
 
 
 def run_inside(root: Root, args: Sequence[str], shares: Sequence[Share], environ: Mapping[str, str]) -> int:

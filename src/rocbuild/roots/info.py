@@ -23,11 +23,16 @@ class RootInfo:
     versions: dict[str, str] = field(default_factory=dict)  # package -> version of what identifies it
     components: dict[str, str] = field(default_factory=dict)  # the ROCm family's packages -> versions
     enter: tuple[str, ...] = ()  # the bwrap command that entered it, for `plan`
+    image: str | None = None  # the container image it was made from (root create --image), with its id
 
     @property
     def label(self) -> str:
-        """What a build identity and a work folder know it by: its suite and contents, not its name."""
-        return f"Debian {self.suite or '?'} root {self.id}"
+        """What a build identity and a work folder know it by: its suite (or image) and contents, not its name."""
+        return f"{self.origin} root {self.id}"
+
+    @property
+    def origin(self) -> str:
+        return f"image {self.image}" if self.image else f"Debian {self.suite or '?'}"
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "enter": list(self.enter)}
@@ -60,5 +65,5 @@ def root_from_environ(environ: Mapping[str, str]) -> RootInfo | None:
         apt_target=text_or_none("apt_target"),
         versions={str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {},
         components={str(k): str(v) for k, v in components.items()} if isinstance(components, dict) else {},
-        enter=tuple(str(a) for a in enter) if isinstance(enter, list) else (),
+        enter=tuple(str(a) for a in enter) if isinstance(enter, list) else (), image=text_or_none("image"),
     )

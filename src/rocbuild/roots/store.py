@@ -90,8 +90,9 @@ class Root:
         installed = _versions(stanzas)
         versions = {p: installed[p] for p in SHOWN_PACKAGES if p in installed}
         rocm = _rocm_family(stanzas)
-        return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm], 12), "versions": versions,
-                "components": rocm}
+        image = self.info.get("image_id")  # a root from an image: the image it was made from, too
+        return {"suite": self.info.get("suite"), "id": short_hash([versions, rocm, *([image] if image else [])], 12),
+                "versions": versions, "components": rocm}
 
     @property
     def apt_target(self) -> str | None:
@@ -100,9 +101,10 @@ class Root:
 
     def to_json(self) -> dict[str, Any]:
         ident = self.identity()
+        image = {k: self.info.get(k) for k in ("image", "image_id", "pythons", "glibc", "os")} if self.info.get("image") else {}
         return {"name": self.name, "path": str(self.tree), "suite": self.info.get("suite"),
                 "rocm": self.info.get("rocm"), "mirror": self.info.get("mirror"), "created": self.info.get("created"),
-                "mode": self.info.get("mode"), "id": ident["id"], "versions": ident["versions"]}
+                "mode": self.info.get("mode"), "id": ident["id"], "versions": ident["versions"], **image}
 
 
 def is_tree(path: Path) -> bool:
