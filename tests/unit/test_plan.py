@@ -126,8 +126,9 @@ def test_bitsandbytes_compact_option(environ, rocm61):
 def test_horovod_plan_rocm61(environ, rocm61, archs):
     """Horovod on AMD's ROCm 6.1 tree: its ROCm build variables (targets comma-separated, generic
     tuning, PyTorch only), FindHIP linked from lib/cmake/hip, rccl.h replaced by rccl/rccl.h, header
-    fixes and the two diffs; the built-in device-code check first, for the build's targets; the
-    wheels labelled rocm6.1; RCCL among the CMake packages."""
+    fixes, FindPytorch's library search kept to torch's folders, and the two diffs; the built-in
+    device-code check first, for the build's targets, then the PyTorch plugin's (device code, RCCL,
+    HIP); the wheels labelled rocm6.1; RCCL among the CMake packages."""
     plan = plan_of("horovod", environ, arch=archs, rocm=rocm61)
     env = plan.base_env
     assert env["HOROVOD_GPU"] == "ROCM" and env["HOROVOD_GPU_OPERATIONS"] == "NCCL"
@@ -136,10 +137,10 @@ def test_horovod_plan_rocm61(environ, rocm61, archs):
     assert env["HOROVOD_BUILD_ARCH_FLAGS"] == "-mtune=generic"
     assert env["HOROVOD_WITH_PYTORCH"] == "1" and env["HOROVOD_WITHOUT_TENSORFLOW"] == "1"
     assert "HIP_PATH" not in env  # only for distro layouts
-    # link FindHIP, rccl.h, four header fixes for newer compilers, then the two diffs
+    assert env["ROCM_HOME"] == str(rocm61) and env["PYTORCH_ROCM_ARCH"] == archs.replace(",", ";")
+    # link FindHIP, rccl.h, five header fixes for newer compilers, FindPytorch's search, then the two diffs
     kinds = [type(p) for p in plan.patches]
-    assert kinds == [LinkPatch, ReplacePatch, ReplacePatch, ReplacePatch, ReplacePatch, ReplacePatch,
-                     DiffPatch, DiffPatch]
+    assert kinds == [LinkPatch, *[ReplacePatch] * 7, DiffPatch, DiffPatch]
     assert env["CMAKE_POLICY_VERSION_MINIMUM"] == "3.5"
     link, rccl = plan.patches[0], plan.patches[1]
     assert isinstance(link, LinkPatch) and link.source_glob == f"{rocm61}/lib/cmake/hip/FindHIP*"
@@ -150,6 +151,9 @@ def test_horovod_plan_rocm61(environ, rocm61, archs):
     # every wheel build gets the built-in device-code check, for the build's archs
     first = plan.verify[0]
     assert isinstance(first, CodeObjectsCheck) and first.archs == tuple(archs.split(","))
+    plugin = verify["torch-plugin-is-rocm"]
+    assert isinstance(plugin, CodeObjectsCheck) and plugin.files == ("horovod/torch/mpi_lib_v2*.so",)
+    assert plugin.links == ("librccl", "libamdhip64", "libc10_hip")
     assert plan.local_label == "rocm6.1"
     assert "rccl" in plan.requirements.cmake_packages
 
@@ -164,9 +168,10 @@ def test_horovod_plan_old_rocm_layout(environ, tmp_path):
     link = plan.patches[0]
     assert isinstance(link, LinkPatch) and link.source_glob == f"{old}/hip/cmake/FindHIP*"
     # rccl.h stays: no rccl/ there
-    assert [type(p) for p in plan.patches] == [LinkPatch, ReplacePatch, ReplacePatch, ReplacePatch, ReplacePatch,
-                                               DiffPatch, DiffPatch]
+    # nor FindPytorch's search (no PyTorch plugin)
+    assert [type(p) for p in plan.patches] == [LinkPatch, *[ReplacePatch] * 5, DiffPatch, DiffPatch]
     assert plan.base_env["HOROVOD_WITHOUT_PYTORCH"] == "1"
+    assert "ROCM_HOME" not in plan.base_env and "torch-plugin-is-rocm" not in {v.name for v in plan.verify}
     assert "torch" not in plan.requirements.python_modules
 
 
