@@ -81,6 +81,9 @@ HIP_CMAKE_MACROS = """\
 #define C10_CUDA_BUILD_SHARED_LIBS
 """
 IS_COMPILED = 'return hasattr(torch._C, "_cuda_getDeviceCount")'
+# torch.cuda.is_available() then asks the runtime, which Debian's CPU torch._C lacks (AttributeError, where a
+# real ROCm torch on a machine without a GPU says False; torch-scatter's setup.py asks it even with FORCE_CUDA).
+DEVICE_COUNT = "return torch._C._cuda_getDeviceCount() > 0"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rocbuild.torchkit.kit import (
     DEBIAN_INCLUDE,
     DEBIAN_LIBS,
     DEBIAN_TORCH,
+    DEVICE_COUNT,
     HIP_CMAKE_MACROS,
     HIP_CONFIG,
     HIP_LIBRARIES,
@@ -228,7 +229,8 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
     if IS_COMPILED not in text:
         raise StepFailed(f"torch kit: {cuda} no longer holds `{IS_COMPILED}`",
                          hint="this torch release tells a GPU build apart otherwise: teach torchkit/kit.py its way")
-    cuda.write_text(text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1))
+    text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
+    cuda.write_text(text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1))
     (torch / MARKER).write_text(json.dumps(plan.info.to_json(), indent=2) + "\n")
     _rocm_home(home)
     shutil.rmtree(plan.build / "src", ignore_errors=True)  # hipified and installed: 50 MB of no further use
