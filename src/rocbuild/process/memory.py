@@ -71,10 +71,20 @@ class Governor:
     last: float = 0.0
 
     def tick(self, group: int) -> None:
+        """Looked at about once a second; watching memory never stops a step (an error here is ignored)."""
         now = time.monotonic()
         if now - self.last < 1.0:
             return
         self.last = now
+        try:
+            self._tick(group)
+        except Exception:  # noqa: BLE001 (a process that vanished mid-read, an odd /proc entry)
+            pass
+
+    def _tick(self, group: int) -> None:
+        system = self.available()
+        if self.budget is None and not self.stopped and system is not None and system > 2 * FLOOR + self.room:
+            return  # plenty left and nothing paused: the group's processes need not be read
         procs = members(group)
         self.stopped = [pid for pid in self.stopped if any(m.pid == pid for m in procs)]
         left = self._left(procs)
