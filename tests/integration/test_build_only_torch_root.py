@@ -6,19 +6,15 @@ before anything compiles."""
 
 from __future__ import annotations
 
-import hashlib
-import http.server
 import json
 import os
-import threading
 import zipfile
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
 from tests.integration.test_build_roots import LLVM_LIST, private_cache, rocbuild, root  # noqa: F401 (fixtures)
-from tests.integration.test_sdist_source import Index
+from tests.integration.test_torch_install import serve_torch
 
 pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
 
@@ -91,15 +87,8 @@ def kit_index(kit_and_wheel: tuple[str, Path], tmp_path: Path):
     served = tmp_path / "served"
     (served / "files").mkdir(parents=True)
     os.link(wheel, served / "files" / wheel.name)
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    (served / "simple" / "torch").mkdir(parents=True)
-    (served / "simple" / "torch" / "index.html").write_text(
-        f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>\n')
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Index(*a, directory=str(served)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
-    server.shutdown()
-    server.server_close()
+    with serve_torch(served / "files" / wheel.name, served) as url:
+        yield url
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ import shlex
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -64,16 +66,24 @@ def torch_index(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # not this machine's pip.conf (extra indexes, find-links)
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
     served = tmp_path / "served"
-    wheel = torch_wheel(tmp_path, served / "files")
+    with serve_torch(torch_wheel(tmp_path, served / "files"), served) as url:
+        yield url
+
+
+@contextmanager
+def serve_torch(wheel: Path, served: Path) -> Iterator[str]:
+    """A PEP 503 index on loopback whose one project, torch, is `wheel` (which lies in served/files)."""
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     (served / "simple" / "torch").mkdir(parents=True)
     (served / "simple" / "torch" / "index.html").write_text(
         f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>\n')
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Index(*a, directory=str(served)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def cpu_torch_venv(path: Path) -> Path:
