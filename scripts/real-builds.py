@@ -217,6 +217,9 @@ def main() -> int:
     p.add_argument("--torch-kit", default="", metavar="NAME,...",
                    help="recipes built against the root's build-only ROCm torch (rocbuild root torch)")
     p.add_argument("--root-prefix", default="real-rocm", help="roots are named PREFIX<rocm> (made when missing)")
+    p.add_argument("--root", help="build in this root instead (one made from an image, say); its ROCm is its own")
+    p.add_argument("--python", help="rocbuild build --python for the recipes not built against a torch kit "
+                                    "(3.13,3.14 or all: one wheel per python)")
     p.add_argument("--results", default="real-builds/results.json")
     args = p.parse_args()
     sources = {k: Path(v).expanduser().resolve() for k, v in pairs(args.source_dir, "--source-dir").items()}
@@ -235,13 +238,13 @@ def main() -> int:
         scratch = Path(tmp)
         for name, requirement in sdists.items():
             sources[name] = unpack_sdist(requirement, scratch / f"sdist-{name}")
-        for rocm in args.rocm.split(","):
-            root, made_in = ensure_root(rocm, args.root_prefix)
+        for rocm in args.rocm.split(",") if args.root is None else [str(root_info(args.root).get("rocm"))]:
+            root, made_in = ensure_root(rocm, args.root_prefix) if args.root is None else (args.root, 0.0)
             kit_users = [r for r in args.torch_kit.split(",") if r]
             kit, kit_seconds = torch_kit(root) if kit_users else (None, 0.0)
             info = root_info(root)
             for recipe in args.recipes.split(","):
-                python = kit if recipe in kit_users else None
+                python = kit if recipe in kit_users else args.python
                 record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
                                    origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch,
                                    untils.get(recipe), built.get(recipe), python)
@@ -249,6 +252,8 @@ def main() -> int:
                     record.update(torch="a build-only ROCm torch (rocbuild root torch)",
                                   torch_kit_seconds=round(kit_seconds, 1))
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),
+                               **({"image": info["image"], "image_os": info.get("os"), "pythons": args.python}
+                                  if info.get("image") else {}),
                                "rocm_packages": {k: v for k, v in info.get("versions", {}).items()
                                                  if k in ("hipcc", "libamdhip64-dev")},
                                "root_create_seconds": round(made_in, 1),
@@ -259,10 +264,10 @@ def main() -> int:
                       + (f" ({record.get('why')})" if record["verdict"] != "pass" else ""), flush=True)
     results = Path(args.results)
     results.parent.mkdir(parents=True, exist_ok=True)
-    # The file keeps the latest record of every recipe, ROCm release and arch set: this run's replace
-    # their own.
-    def key(r: dict[str, Any]) -> tuple[Any, Any, Any]:
-        return r.get("recipe"), r.get("rocm"), tuple(r.get("archs") or ())
+    # The file keeps the latest record of every recipe, ROCm release, arch set and kind of root (Debian's,
+    # or one from an image): this run's replace their own.
+    def key(r: dict[str, Any]) -> tuple[Any, Any, Any, bool]:
+        return r.get("recipe"), r.get("rocm"), tuple(r.get("archs") or ()), "image" in r
 
     done = {key(r) for r in records}
     kept = [r for r in json.loads(results.read_text()) if key(r) not in done] if results.is_file() else []

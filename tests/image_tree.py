@@ -58,9 +58,11 @@ def amd_like_tree(tree: Path, rocm: str = "7.2.0") -> Path:
     return tree
 
 
-def import_image(tree: Path, name: str) -> str:
+def import_image(tree: Path, name: str, env: dict[str, str] | None = None) -> str:
+    """`env`: the image's ENV (as a Dockerfile's ENV lines set it)."""
     tar = tree.parent / f"{tree.name}.tar"
     subprocess.run(["tar", "-cf", str(tar), "-C", str(tree), "."], check=True)
-    subprocess.run(["podman", "import", str(tar), name], check=True, capture_output=True)
+    changes = [arg for key, value in (env or {}).items() for arg in ("--change", f"ENV={key}={value}")]
+    subprocess.run(["podman", "import", *changes, str(tar), name], check=True, capture_output=True)
     tar.unlink()
     return name

@@ -25,7 +25,8 @@ def rocbuild(*args: object, cwd=None) -> subprocess.CompletedProcess[str]:
 def image_root(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
-    image = import_image(amd_like_tree(tree, "7.2.0"), f"localhost/rocbuild-test/amd-like-{os.getpid()}:7.2.0")
+    image = import_image(amd_like_tree(tree, "7.2.0"), f"localhost/rocbuild-test/amd-like-{os.getpid()}:7.2.0",
+                         {"ROCM_PATH": "/opt/rocm"})
     name = f"img-{os.getpid()}-{tmp_path.name[-12:]}".lower().replace("_", "-")
     made = rocbuild("root", "create", name, "--image", image, "--json")
     try:
@@ -44,6 +45,10 @@ def test_a_root_from_an_image_records_what_it_holds(image_root):
     assert row["pythons"] == [f"{sys.version_info[0]}.{sys.version_info[1]}"] and row["mode"] == "image"
     glibc = os.confstr("CS_GNU_LIBC_VERSION").split()[-1]  # the image holds this machine's libc
     assert row["glibc"] == glibc and row["os"].startswith("Ubuntu 24.04")
+    # The image's ENV is set inside, as in a container of it
+    assert "ROCM_PATH=/opt/rocm" in row["env"]
+    inside = rocbuild("root", "run", name, "--", "/bin/sh", "-c", 'echo "rocm=$ROCM_PATH"')
+    assert inside.returncode == 0 and "rocm=/opt/rocm\n" in inside.stdout, inside.stderr
 
 
 def test_a_recipe_is_planned_inside_it_against_its_rocm_and_python(image_root, tmp_path):
@@ -64,3 +69,13 @@ def test_an_image_root_takes_no_debian_options(tmp_path):
     missing = rocbuild("root", "create", "x-img", "--image", "localhost/rocbuild-no-such-image:1")
     assert missing.returncode == 1 and "no image localhost/rocbuild-no-such-image:1" in missing.stderr
     assert rocbuild("root", "path", "x-img").returncode != 0  # nothing half-made is left
+
+
+def test_install_missing_uses_the_images_apt_and_says_so_when_it_has_none(image_root, tmp_path):
+    name, image, made = image_root
+    assert made.returncode == 0, made.stderr
+    shown = rocbuild("plan", "hello-hip", "--root", name, "--arch", "gfx942", cwd=tmp_path).stdout
+    assert 'argv: ["apt-get", "update", "-qq"]' in shown and "read after the update below" in shown
+    built = rocbuild("build", "hello-hip", "--root", name, "--arch", "gfx942", "--install-missing", cwd=tmp_path)
+    assert built.returncode == 3, built.stderr  # the host (here, the image) is not ready
+    assert "this image root has no apt-get" in built.stderr and "Traceback" not in built.stderr

@@ -52,7 +52,8 @@ def setup(tmp_path, rocm61):
     recipe.write_text(RECIPE.format(src=src))
     pids = tmp_path / "pids"
     pids.mkdir()
-    env = dict(os.environ, PIDS_DIR=str(pids), XDG_CACHE_HOME=str(tmp_path / "cache"),
+    # PYTHONFAULTHANDLER: a rocbuild that outlives its signal is made to show where each thread stands.
+    env = dict(os.environ, PIDS_DIR=str(pids), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONFAULTHANDLER="1",
                PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
     argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--arch", "gfx90a", "--rocm", str(rocm61),
             "--work", str(tmp_path / "w"), "--out", str(tmp_path / "wheelhouse")]
@@ -68,6 +69,19 @@ def start(argv, env, pids) -> tuple[subprocess.Popen[str], int, int]:
         time.sleep(0.05)
     child, grandchild = (int(x) for x in (pids / "child").read_text().split())
     return proc, child, grandchild
+
+
+def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """Its output once it ends; one still running after `timeout` fails the test with its signal state
+    (from /proc) and every thread's stack (faulthandler, on the SIGABRT sent to it)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        signals = [line for line in status.splitlines() if line.startswith(("State", "Sig", "Shd", "Threads"))]
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"rocbuild still runs {timeout:g}s after the signal; its state: {signals}\nstderr:\n{err}")
 
 
 def alive(pid: int) -> bool:
@@ -92,7 +106,7 @@ def test_an_interrupt_stops_the_whole_step_and_the_build_resumes(setup, sig, cod
     argv, env, pids = setup
     proc, child, grandchild = start(argv, env, pids)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    out, err = finish(proc, 60)
     assert proc.returncode == code, err
     assert "interrupted" in err and "run the same command again to resume" in err and "Traceback" not in err
     assert wait_dead(child, grandchild), "a process of the interrupted step is still running"

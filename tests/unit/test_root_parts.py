@@ -139,6 +139,23 @@ def test_requirements_map_to_the_suites_packages(tmp_path):
     assert listed_packages(lists) == {"libhipblas-dev", "cmake"}
 
 
+def test_an_amd_rocm_is_given_amds_packages_before_debians():
+    # Ubuntu images carry both: universe's Debian names, and AMD's repository under /opt/rocm. A second
+    # HIP under /usr beside AMD's is what must not happen.
+    available = {"libamdhip64-dev", "hip-dev", "librocblas-dev", "rocblas-dev", "libroctx-dev", "roctracer-dev",
+                 "hsa-rocr-dev", "libhipcub-dev"}
+    wanted = Wanted.of(cmake_packages=["hip", "rocblas", "hsa-runtime64", "hipcub"], headers=["roctx.h"])
+    amd = map_requirements(Wanted.of(cmake_packages=["hip", "rocblas", "hsa-runtime64", "hipcub"], headers=["roctx.h"],
+                                     amd=True), available)
+    assert amd.packages == {"CMake package 'hip'": "hip-dev", "CMake package 'rocblas'": "rocblas-dev",
+                            "CMake package 'hsa-runtime64'": "hsa-rocr-dev", "header 'roctx.h'": "roctracer-dev"}
+    assert amd.unknown == ("CMake package 'hipcub'",)  # only Debian's libhipcub-dev is offered
+    debian = map_requirements(wanted, available)
+    assert debian.packages["CMake package 'hip'"] == "libamdhip64-dev"
+    assert debian.packages["CMake package 'rocblas'"] == "librocblas-dev"
+    assert "CMake package 'hsa-runtime64'" in debian.unknown  # Debian's name is libhsa-runtime-dev
+
+
 def test_build_env_requirements(tmp_path):
     assert distribution_of("yaml") == "PyYAML" and distribution_of("scikit_build_core") == "scikit_build_core"
     env = make_build_env(tmp_path / "env", "/usr/bin/python3", "3.13", ["yaml", "torch", "setuptools", "yaml"])

@@ -119,14 +119,15 @@ def _root_packages(plan: Plan, out: Out) -> None:
     from rocbuild.roots.packages import Wanted, map_requirements
 
     wanted = Wanted.of(req.tools, req.cmake_packages, req.headers, req.libraries,
-                       req.openmp.package if req.openmp else None)
+                       req.openmp.package if req.openmp else None, plan.host.rocm.layout == "rocm")
     if not wanted.items:
         return
     mapping = map_requirements(wanted, root_packages(root))
     for label, package in mapping.packages.items():
-        out(f"  {label}: Debian package {package}")
+        out(f"  {label}: {root.packages_of} package {package}")
     for label in mapping.unknown:
-        out(f"  {label}: no package of {root.origin} is known to provide it")
+        out(f"  {label}: no package of {root.origin} is known to provide it"
+            + (" (yet: an image's apt indexes are read after the update below)" if root.image else ""))
     update, install = apt_commands(["<the missing ones>"], root.apt_target)
     out(f"  with --install-missing, the missing ones are installed into the root first: "
         f"argv: {json.dumps(update)}, then {json.dumps(install)}")

@@ -74,11 +74,12 @@ class Missing:
     def __bool__(self) -> bool:
         return bool(self.tools or self.cmake_packages or self.headers or self.libraries or self.openmp)
 
-    def wanted(self) -> Wanted:
+    def wanted(self, amd: bool = False) -> Wanted:
+        """`amd`: the ROCm is AMD's own tree (/opt/rocm), whose repository names packages otherwise."""
         from rocbuild.roots.packages import Wanted
 
         return Wanted.of(self.tools, self.cmake_packages, self.headers, self.libraries,
-                         self.openmp.package if self.openmp else None)
+                         self.openmp.package if self.openmp else None, amd)
 
 
 def missing_of(plan: Plan) -> Missing:
@@ -139,11 +140,15 @@ def _rocm_problems(plan: Plan) -> list[str]:
 
 def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing: Missing,
              install_missing: bool) -> tuple[Missing, Mapping, str]:
-    """Inside a root: what is missing as the suite's Debian packages, installed first with --install-missing."""
+    """Inside a root: what is missing as the packages its apt offers, installed first with --install-missing.
+    An image root's indexes are read after `apt-get update` (images ship without them)."""
     from rocbuild.roots.packages import map_requirements
 
+    amd = plan.host.rocm.layout == "rocm"
+    if install_missing and root.image is not None and not root.rootless:
+        _apt_update(runner, log)
     available = root_packages(root)
-    mapping = map_requirements(missing.wanted(), available)
+    mapping = map_requirements(missing.wanted(amd), available)
     if install_missing and mapping.packages and root.rootless:
         names = " ".join(sorted(set(mapping.packages.values())))
         raise HostNotReady("--install-missing: a root entered without root privileges cannot change itself",
@@ -152,7 +157,7 @@ def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing:
     if install_missing and mapping.packages:
         _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
         missing = missing_of(plan)
-        mapping = map_requirements(missing.wanted(), available)
+        mapping = map_requirements(missing.wanted(amd), available)
     hint = ""
     if mapping.packages:
         names = " ".join(sorted(set(mapping.packages.values())))
@@ -232,8 +237,23 @@ def _debian(root: RootInfo | None, mapping: Mapping | None, label: str) -> str:
     if root is None or mapping is None:
         return ""
     if label in mapping.packages:
-        return f" (Debian package {mapping.packages[label]})"
-    return f" (no package of {root.origin} is known to provide it)"
+        return f" ({root.packages_of} package {mapping.packages[label]})"
+    later = "; an image's apt indexes are read after `apt-get update`: try --install-missing" if root.image else ""
+    return f" (no package of {root.origin} is known to provide it{later})"
+
+
+def _apt_update(runner: StepRunner, log: Path) -> None:
+    from rocbuild.roots.apt import apt_commands
+
+    update = apt_commands([], None)[0]
+    if shutil.which(update[0]) is None:
+        raise HostNotReady("--install-missing: this image root has no apt-get",
+                           hint="install what is missing with the image's own package manager (rocbuild root run "
+                                "NAME -- ...), or make the root from an image that has apt")
+    result = runner.run(update, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
+    if result.exit_code != 0:
+        raise HostNotReady(f"--install-missing: {shlex.join(update)} exited with {result.exit_code}",
+                           hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
 
 
 def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str]) -> None:

@@ -119,7 +119,10 @@ def host_python_argv() -> list[str]:
 
 
 def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) -> dict[str, str]:
-    env = {"PATH": ROOT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
+    """The variables inside: a root from an image starts from the image's own (its Dockerfile's ENV: PATH
+    with /opt/rocm/bin, ROCM_PATH, ...), as a container of it would."""
+    env = {"PATH": ROOT_PATH, **image_env(root), "HOME": "/root", "LANG": "C.UTF-8",
+           "DEBIAN_FRONTEND": "noninteractive",
            "XDG_CACHE_HOME": str(cache_root().parent), "XDG_CONFIG_HOME": str(config_root().parent)}
     env.update({k: v for k, v in environ.items() if k in PASSED_ENV or k.startswith("ROCBUILD_")})
     ident = root.identity()
@@ -129,6 +132,12 @@ def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) ->
                     image=_image_of(root))
     env[IN_ROOT] = info.encode()
     return env
+
+
+def image_env(root: Root) -> dict[str, str]:
+    """The image's ENV, as `root create --image` recorded it (root.json "env": ["K=V", ...])."""
+    pairs = (item.partition("=") for item in root.info.get("env") or () if isinstance(item, str))
+    return {key: value for key, sep, value in pairs if sep and key and key not in ("HOME", "PWD", "HOSTNAME")}
 
 
 def _image_of(root: Root) -> str | None:

@@ -55,6 +55,8 @@ def create_from_image(name: str, image: str, engine: str, progress: Progress) ->
     started = progress.start(f"root create {name}", f"from image {image} ({Path(engine).name})")
     try:
         image_id = _run([engine, "image", "inspect", "--format", "{{.Id}}", image], f"no image {image} in {engine}").strip()
+        env = json.loads(_run([engine, "image", "inspect", "--format", "{{json .Config.Env}}", image],
+                              f"{Path(engine).name} could not read {image}'s environment") or "null") or []
         for argv in export_commands(engine, image, f"rocbuild-export-{os.getpid()}", tar):
             progress.say("    $ " + shlex.join(argv))
             _run(argv, f"{Path(engine).name} could not export {image}")
@@ -63,7 +65,8 @@ def create_from_image(name: str, image: str, engine: str, progress: Progress) ->
         (partial / TREE / "etc" / "resolv.conf").unlink(missing_ok=True)  # the mount point entering binds over
         (partial / TREE / "etc").mkdir(exist_ok=True)
         (partial / TREE / "etc" / "resolv.conf").touch()
-        info = {"name": name, "image": image, "image_id": image_id, "engine": Path(engine).name,
+        # Its ENV (PATH with /opt/rocm/bin, ROCM_PATH, ...): entering the root sets it, as a container would.
+        info = {"name": name, "image": image, "image_id": image_id, "engine": Path(engine).name, "env": env,
                 **image_facts(partial / TREE), "mode": "image",
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_text_atomically(partial / INFO, json.dumps(info, indent=2) + "\n")

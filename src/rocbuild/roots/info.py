@@ -34,6 +34,11 @@ class RootInfo:
     def origin(self) -> str:
         return f"image {self.image}" if self.image else f"Debian {self.suite or '?'}"
 
+    @property
+    def packages_of(self) -> str:
+        """Whose packages its apt installs: Debian's archive, or what the image's apt sources name."""
+        return "apt" if self.image else "Debian"
+
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "enter": list(self.enter)}
 

@@ -1,11 +1,16 @@
-"""A recipe's requirements (CMake packages, tools) as the Debian packages that provide them, checked
-against the root's suite as the archive lists it now."""
+"""A recipe's requirements (CMake packages, tools) as the packages that provide them, checked against
+what the root's apt offers: a Debian root's suite as the archive lists it now, or an image root's own
+apt indexes. A ROCm under /opt/rocm (AMD's images) comes from AMD's repository, whose names differ from
+Debian's (hip-dev, rocblas-dev; AMD's "package manager integration" reference): those are tried first
+there, so that no second ROCm is installed under /usr beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from rocbuild.roots.store import ROCM_PACKAGE
 
 # Names Debian spells differently from the requirement; the rest follow lib<name>-dev or <name>.
 CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
@@ -15,6 +20,11 @@ CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hipr
 # source alone; roctracer64 itself has no package).
 HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev"}
 LIBRARIES = {"roctx64": "libroctx-dev"}
+# AMD's repository (repo.radeon.com), where it names a component otherwise; the rest are <name>-dev.
+AMD_CMAKE_PACKAGES = {"hip": "hip-dev", "hip-lang": "hip-dev", "hiprtc": "hip-dev", "rocm-core": "rocm-core",
+                      "amd_comgr": "comgr", "hsa-runtime64": "hsa-rocr-dev", "rocm_smi": "rocm-smi-lib"}
+AMD_HEADERS = {"roctx.h": "roctracer-dev", "roctracer/roctx.h": "roctracer-dev", "omp.h": "openmp-extras-dev"}
+AMD_LIBRARIES = {"roctx64": "roctracer-dev", "roctracer64": "roctracer-dev"}
 TOOLS = {"hipconfig": "hipcc", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
          "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc"}
 APT_LISTS = Path("/var/lib/apt/lists")
@@ -26,42 +36,52 @@ class Mapping:
     unknown: tuple[str, ...]  # requirements no package of the suite is known to provide
 
 
-def cmake_candidates(name: str) -> list[str]:
+def cmake_candidates(name: str, amd: bool = False) -> list[str]:
+    """`amd`: the ROCm is AMD's (/opt/rocm): its repository's names first."""
     low = name.lower()
-    return [CMAKE_PACKAGES[low]] if low in CMAKE_PACKAGES else [f"lib{low}-dev", f"{low}-dev", low]
+    debian = [CMAKE_PACKAGES[low]] if low in CMAKE_PACKAGES else [f"lib{low}-dev", f"{low}-dev", low]
+    if not amd:
+        return debian
+    # Debian's name of a ROCm component would put a second one under /usr beside AMD's: never offered.
+    return [AMD_CMAKE_PACKAGES.get(low, f"{low}-dev")] + [c for c in debian if not ROCM_PACKAGE.match(c)]
 
 
 def tool_candidates(name: str) -> list[str]:
     return [TOOLS[name]] if name in TOOLS else [name]
 
 
-def header_candidates(name: str) -> list[str]:
+def header_candidates(name: str, amd: bool = False) -> list[str]:
     low = name.lower()
+    if amd and low in AMD_HEADERS:
+        return [AMD_HEADERS[low]]
     if low in HEADERS:
         return [HEADERS[low]]
     top = low.split("/")[0].removesuffix(".h").removesuffix(".hpp")
     return [f"lib{top}-dev", f"{top}-dev"]
 
 
-def library_candidates(name: str) -> list[str]:
+def library_candidates(name: str, amd: bool = False) -> list[str]:
     low = name.lower()
+    if amd and low in AMD_LIBRARIES:
+        return [AMD_LIBRARIES[low]]
     return [LIBRARIES[low]] if low in LIBRARIES else [f"lib{low}-dev", f"lib{low.rstrip('0123456789')}-dev"]
 
 
 @dataclass(frozen=True)
 class Wanted:
-    """What a recipe lacks, as requirement labels (`tool 'cmake'`) with the Debian packages that may provide it."""
+    """What a recipe lacks, as requirement labels (`tool 'cmake'`) with the packages that may provide it."""
 
     items: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
     def of(cls, tools: Iterable[str] = (), cmake_packages: Iterable[str] = (), headers: Iterable[str] = (),
-           libraries: Iterable[str] = (), openmp: str | None = None) -> Wanted:
-        """`openmp`: the Debian package of OpenMP for the HIP compiler, when that is what is missing."""
+           libraries: Iterable[str] = (), openmp: str | None = None, amd: bool = False) -> Wanted:
+        """`openmp`: the Debian package of OpenMP for the HIP compiler, when that is what is missing;
+        `amd`: the ROCm is AMD's (under /opt/rocm), whose repository names its packages otherwise."""
         items = [(f"tool {t!r}", tuple(tool_candidates(t))) for t in tools]
-        items += [(f"CMake package {p!r}", tuple(cmake_candidates(p))) for p in cmake_packages]
-        items += [(f"header {h!r}", tuple(header_candidates(h))) for h in headers]
-        items += [(f"library {n!r}", tuple(library_candidates(n))) for n in libraries]
+        items += [(f"CMake package {p!r}", tuple(cmake_candidates(p, amd))) for p in cmake_packages]
+        items += [(f"header {h!r}", tuple(header_candidates(h, amd))) for h in headers]
+        items += [(f"library {n!r}", tuple(library_candidates(n, amd))) for n in libraries]
         if openmp is not None:
             items.append(("OpenMP for the HIP compiler", (openmp,)))
         return cls(tuple(items))

@@ -101,7 +101,8 @@ class Root:
 
     def to_json(self) -> dict[str, Any]:
         ident = self.identity()
-        image = {k: self.info.get(k) for k in ("image", "image_id", "pythons", "glibc", "os")} if self.info.get("image") else {}
+        image = ({k: self.info.get(k) for k in ("image", "image_id", "pythons", "glibc", "os", "env")}
+                 if self.info.get("image") else {})
         return {"name": self.name, "path": str(self.tree), "suite": self.info.get("suite"),
                 "rocm": self.info.get("rocm"), "mirror": self.info.get("mirror"), "created": self.info.get("created"),
                 "mode": self.info.get("mode"), "id": ident["id"], "versions": ident["versions"], **image}
