@@ -14,7 +14,7 @@ What differs from AMD's images (write it beside any result made in one):
   the root's ROCm-family packages (as dpkg lists them) is linked at its place under the prefix.
 - The HIP compiler is Debian's hipcc with Debian's LLVM (/usr/lib/llvm-N); hipcc run with
   ROCM_PATH set looks for clang at $ROCM_PATH/lib/llvm-N, so lib/llvm-N links there too (AMD's
-  is llvm/ and lib/llvm).
+  is llvm/ and lib/llvm); its device libraries are in clang's resource folder, linked as amdgcn/.
 - Debian's ROCm version numbering: .info/version is made from /usr/share/hip/version.
 - apt's sources are Debian's, not repo.radeon.com; package names are Debian's (librocblas-dev, not
   rocblas-dev).
@@ -78,6 +78,11 @@ def layout(tree: Path, overlay: Path, release: str) -> int:
         (prefix / "lib" / llvm.name).symlink_to(f"/usr/lib/{llvm.name}")  # Debian's hipcc under ROCM_PATH
         if not (prefix / "llvm").exists():
             (prefix / "llvm").symlink_to(f"/usr/lib/{llvm.name}")
+        # The device libraries, where clang given --rocm-path (hipcc passes $ROCM_PATH) looks: AMD's
+        # amdgcn/bitcode. Debian keeps them in clang's resource folder.
+        for bitcode in sorted(llvm.glob("lib/clang/*/amdgcn")):
+            if not (prefix / "amdgcn").exists():
+                (prefix / "amdgcn").symlink_to("/" + str(bitcode.relative_to(tree)))
     (prefix / ".info").mkdir(parents=True, exist_ok=True)
     (prefix / ".info" / "version").write_text(f"{release}-debian\n")
     (overlay / "opt" / "rocm").symlink_to(f"rocm-{release}")

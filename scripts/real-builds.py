@@ -248,7 +248,7 @@ def main() -> int:
                 record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
                                    origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch,
                                    untils.get(recipe), built.get(recipe), python)
-                if python is not None:
+                if recipe in kit_users:
                     record.update(torch="a build-only ROCm torch (rocbuild root torch)",
                                   torch_kit_seconds=round(kit_seconds, 1))
                 record.update({"root": root, "suite": info.get("suite"), "root_id": info.get("id"),

@@ -37,6 +37,8 @@ def test_latest_result_per_rocm_and_arch_set_and_failures_with_their_reason(cli,
         record("hello-hip", "7.2", "pass", "2026-11-19T00:00:00+00:00"),
         record("hello-hip", "6.4", "fail", "2026-11-21T00:00:00+00:00", why="error: step 'wheel' failed"),
         stopped,
+        {**record("hello-hip", "7.2.0", "pass", "2026-11-23T00:00:00+00:00"), "image": "localhost/amd-like:7.2",
+         "pythons": "3.13,3.14"},
     ]))
     code, out, _ = cli("recipes", "status", "hello-hip", "horovod", "--results", results, "--json")
     assert code == 0
@@ -44,7 +46,7 @@ def test_latest_result_per_rocm_and_arch_set_and_failures_with_their_reason(cli,
     # One line per ROCm release and arch set (one arch and three archs are both kept), the latest each.
     assert [(b["rocm"], b["verdict"], b["archs"]) for b in hello["builds"]] == [
         ("6.4", "fail", ["gfx1100"]), ("7.2", "pass", ["gfx1100"]), ("7.2", "pass", ["gfx90a"]),
-        ("7.2", "pass", ["gfx1100", "gfx942"])]
+        ("7.2", "pass", ["gfx1100", "gfx942"]), ("7.2.0", "pass", ["gfx1100"])]
     assert hello["builds"][0]["why"] == "error: step 'wheel' failed" and hello["builds"][1]["why"] is None
     assert hello["builds"][2]["until"] == "kernels" and hello["builds"][2]["options"] == ["frameworks=none"]
     assert horovod == {"recipe": "horovod", "built_for_real": False, "builds": []}
@@ -52,6 +54,7 @@ def test_latest_result_per_rocm_and_arch_set_and_failures_with_their_reason(cli,
     assert "ROCm 6.4" in out and "FAILED (error: step 'wheel' failed)" in out
     assert "built up to step 'kernels', device code verified [frameworks=none]" in out
     assert "horovod              never built for real" in out
+    assert "verified in a root from image localhost/amd-like:7.2 for python 3.13,3.14" in out
 
 
 def test_a_bad_results_file_is_named(cli, tmp_path):

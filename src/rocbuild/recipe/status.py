@@ -45,6 +45,7 @@ def recipe_status(name: str, records: Iterable[dict[str, Any]]) -> dict[str, Any
         if record.get("recipe") != name:
             continue
         archs = record.get("archs")
+        # A build in a root made from an image is its own row (its ROCm reads X.Y.Z, from the image).
         key = (_text(record, "rocm"), tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ())
         if key not in latest or _text(record, "date") >= _text(latest[key], "date"):
             latest[key] = record
@@ -58,6 +59,8 @@ def recipe_status(name: str, records: Iterable[dict[str, Any]]) -> dict[str, Any
                        "options": [x for x in sets if isinstance(x, str)] if isinstance(sets, list) else [],
                        "until": r.get("until") if isinstance(r.get("until"), str) else None,
                        "torch": r.get("torch") if isinstance(r.get("torch"), str) else None,
+                       "image": r.get("image") if isinstance(r.get("image"), str) else None,
+                       "pythons": r.get("pythons") if isinstance(r.get("pythons"), str) else None,
                        "why": r.get("why") if r.get("verdict") != "pass" else None})
     return {"recipe": name, "built_for_real": bool(builds), "builds": builds}
 
@@ -75,6 +78,8 @@ def status_lines(row: dict[str, Any]) -> list[str]:
             what = "verified"
         if b["torch"]:  # against a build-only torch: compiled and checked, never imported
             what += " against a build-only torch, not imported"
+        if b["image"]:
+            what += f" in a root from image {b['image']}" + (f" for python {b['pythons']}" if b["pythons"] else "")
         extra = f" [{', '.join(b['options'])}]" if b["options"] else ""
         took = f", {b['build_seconds']:.0f} s" if isinstance(b["build_seconds"], (int, float)) else ""
         lines.append(f"{row['recipe']:<20} ROCm {b['rocm']:<5} {','.join(b['archs']):<26} {what}{extra}, "
