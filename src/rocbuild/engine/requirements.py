@@ -145,7 +145,8 @@ def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing:
     from rocbuild.roots.packages import map_requirements
 
     amd = plan.host.rocm.layout == "rocm"
-    if install_missing and root.image is not None and not root.rootless:
+    updated = install_missing and root.image is not None and not root.rootless
+    if updated:
         _apt_update(runner, log)
     available = root_packages(root)
     mapping = map_requirements(missing.wanted(amd), available)
@@ -155,7 +156,7 @@ def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing:
                            hint=f"install them from outside: rocbuild root install {root.name} {names}\n"
                                 "then run the same command again")
     if install_missing and mapping.packages:
-        _install(plan, runner, log, root, sorted(set(mapping.packages.values())))
+        _install(plan, runner, log, root, sorted(set(mapping.packages.values())), updated)
         missing = missing_of(plan)
         mapping = map_requirements(missing.wanted(amd), available)
     hint = ""
@@ -256,10 +257,11 @@ def _apt_update(runner: StepRunner, log: Path) -> None:
                            hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
 
 
-def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str]) -> None:
+def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str], updated: bool) -> None:
+    """`updated`: apt's indexes were just read (an image root's), so `apt-get update` is not run again."""
     from rocbuild.roots.apt import apt_commands
 
-    for argv in apt_commands(packages, root.apt_target):
+    for argv in apt_commands(packages, root.apt_target)[1 if updated else 0:]:
         result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
         if result.exit_code != 0:
             raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",
