@@ -61,7 +61,7 @@ def setup(tmp_path, rocm61):
 
 
 def start(argv, env, pids) -> tuple[subprocess.Popen[str], int, int]:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn(argv, env)
     deadline = time.monotonic() + 60
     while not (pids / "child").exists():
         assert proc.poll() is None, proc.communicate()
@@ -82,6 +82,21 @@ def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
         proc.send_signal(signal.SIGABRT)
         out, err = proc.communicate(timeout=30)
         pytest.fail(f"rocbuild still runs {timeout:g}s after the signal; its state: {signals}\nstderr:\n{err}")
+
+
+def spawn(argv, env) -> subprocess.Popen[str]:
+    """rocbuild as a terminal starts it: SIGINT at its default. Tests run in the background by a
+    non-interactive shell (`make test &` in a script) have SIGINT ignored, which a child inherits across
+    exec and Python then keeps ignoring: Ctrl-C must not reach a background job. Caught (here, by
+    Python's handler), it is reset to the default in the child."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def alive(pid: int) -> bool:
