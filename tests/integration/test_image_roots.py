@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.conftest import REPO
 from tests.image_tree import amd_like_tree, import_image
 
 pytestmark = [pytest.mark.podman, pytest.mark.root]
@@ -79,3 +80,46 @@ def test_install_missing_uses_the_images_apt_and_says_so_when_it_has_none(image_
     built = rocbuild("build", "hello-hip", "--root", name, "--arch", "gfx942", "--install-missing", cwd=tmp_path)
     assert built.returncode == 3, built.stderr  # the host (here, the image) is not ready
     assert "this image root has no apt-get" in built.stderr and "Traceback" not in built.stderr
+
+
+@pytest.fixture(scope="module")
+def debian_image():
+    """An image laid out as AMD's, made by scripts/amd-like-image.py from a small Debian ROCm 7.2 root with two
+    pythons (its ROCm, build tools, and python3.13 beside sid's default); the root is removed once imported."""
+    source, image = f"imgsrc-{os.getpid()}", f"localhost/rocbuild-test/amd-like-debian-{os.getpid()}:7.2"
+    made = rocbuild("root", "create", source, "--rocm", "7.2", "--with", "python3.13-dev", "--with", "python3.13-venv")
+    try:
+        assert made.returncode == 0, made.stderr[-3000:]
+        laid = subprocess.run([sys.executable, str(REPO / "scripts" / "amd-like-image.py"), "--root", source,
+                               "--image", image], capture_output=True, text=True, check=False)
+        assert laid.returncode == 0, laid.stderr[-3000:]
+    finally:
+        rocbuild("root", "remove", source)
+    try:
+        yield image, json.loads(laid.stdout)
+    finally:
+        subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
+
+
+@pytest.mark.slow
+def test_a_recipe_is_built_in_an_image_made_from_a_debian_root_for_two_pythons(debian_image, tmp_path):
+    image, laid = debian_image
+    name = f"imgdeb-{os.getpid()}"
+    made = rocbuild("root", "create", name, "--image", image, "--json")
+    try:
+        assert made.returncode == 0, made.stderr
+        (row,) = [r for r in json.loads(rocbuild("root", "list", "--json").stdout) if r["name"] == name]
+        assert row["rocm"] == laid["rocm"] and len(row["pythons"]) >= 2 and "ROCM_PATH=/opt/rocm" in row["env"]
+        planned = rocbuild("plan", "hello-hip", "--root", name, "--arch", "gfx1100", "--json", cwd=tmp_path)
+        assert json.loads(planned.stdout)["rocm"]["path"] == "/opt/rocm", planned.stderr  # AMD's place, not /usr
+        built = rocbuild("build", "hello-hip", "--root", name, "--arch", "gfx1100,gfx942", "--python", "all",
+                         "--out", tmp_path / "wh", cwd=tmp_path)
+        assert built.returncode == 0, built.stderr[-4000:]
+        wheels = sorted(line for line in built.stdout.splitlines() if line.endswith(".whl"))
+        tags = {f"cp{v.replace('.', '')}" for v in row["pythons"]}
+        assert {w.rsplit("-", 3)[1] for w in wheels} == tags and len(wheels) == len(tags)  # one per python
+        assert built.stderr.count("installs on: python cp") == len(tags)
+        checked = rocbuild("verify", "--json", "--arch", "gfx1100,gfx942", *wheels)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    finally:
+        rocbuild("root", "remove", name)
