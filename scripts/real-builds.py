@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,6 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+KEPT_LOGS = Path(__file__).resolve().parents[1] / "real-builds" / "logs"  # ignored by git
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
 ROCBUILD_VERSION = subprocess.run([*ROCBUILD, "--version"], capture_output=True, text=True,
                                   check=False).stdout.split()[-1]
@@ -175,6 +177,12 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
         record["verdict"] = "fail"
         # The reason without this run's scratch folder (a path of no use to a later reader).
         record["why"] = why.replace(str(scratch), "<scratch>")
+        # The scratch folder goes when the run ends: a failed build's step logs are kept (not committed).
+        kept = KEPT_LOGS / f"{recipe}-{rocm}"
+        if (work / "logs").is_dir():
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(work / "logs", kept)
+            print(f"{recipe} on ROCm {rocm}: its step logs are kept in {kept}", flush=True)
         return record
     llvm: dict[str, list[str]] = {}
     if built is not None:  # stopped early: what the last step made, found in the work folder
