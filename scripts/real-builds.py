@@ -129,7 +129,7 @@ def covers(entries: list[str], arch: str) -> bool:
 
 
 def torch_kit(root: str) -> tuple[str, float]:
-    """The root's build-only ROCm torch (made, or made again: the command is idempotent): its python."""
+    """The root's build-only ROCm torch (made when missing or out of date, else kept): its python."""
     started = time.monotonic()
     made = run([*ROCBUILD, "root", "torch", root], capture_output=True)
     sys.stderr.write(made.stderr[-3000:])

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_build_roots import LLVM_LIST, private_cache, rocbuild, root  # noqa: F401 (fixtures)
+from tests.integration.test_kit_lock import held_by_another
 from tests.integration.test_torch_install import serve_torch
 
 pytestmark = [pytest.mark.root, pytest.mark.network, pytest.mark.slow]
@@ -112,9 +113,37 @@ def test_the_kit_takes_cpp_extensions_rocm_path(root, kit, tmp_path):  # noqa: F
     assert available == "False", said.stderr  # as a real ROCm torch says on a machine without a GPU
 
 
+def _kit_lock_in(root: str, kit: str) -> Path:
+    """The kit's lock file, as this machine sees it inside the root's folder."""
+    folder = Path(kit).parents[1]  # /opt/rocbuild/torch-...-build-only
+    return Path(rocbuild("root", "path", root).stdout.strip()) / folder.relative_to("/").with_name(folder.name + ".lock")
+
+
+def test_a_current_kit_is_kept(root, kit):  # noqa: F811
+    """Made again only when its Debian packages or rocbuild's kit code changed: a remake under a running
+    build breaks that build's compile."""
+    marker = Path(kit).parents[1] / "lib"
+    before = rocbuild("root", "run", root, "--", "sh", "-c", f'stat -c %i:%Y {marker}/python3*/site-packages/torch/.rocbuild*')
+    again = rocbuild("root", "torch", root)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "is current" in again.stderr and "torch kit: hipify" not in again.stderr
+    assert again.stdout.strip().splitlines()[-1] == kit
+    after = rocbuild("root", "run", root, "--", "sh", "-c", f'stat -c %i:%Y {marker}/python3*/site-packages/torch/.rocbuild*')
+    assert before.stdout and before.stdout == after.stdout, before.stderr
+    planned = rocbuild("root", "torch", root, "--dry-run")
+    assert "(current: nothing would run" in planned.stdout
+
+
 def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, project, tmp_path, private_cache):  # noqa: F811
-    built = rocbuild(project, "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh", env=private_cache)
+    # The kit's lock held the other way, as a `root torch` remaking it would: the build waits, says so, then builds.
+    remaking = held_by_another(_kit_lock_in(root, kit), "--exclusive", 5)
+    try:
+        built = rocbuild(project, "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh",
+                         env=private_cache)
+    finally:
+        remaking.wait()
     assert built.returncode == 0, built.stderr[-4000:]
+    assert "waiting: `rocbuild root torch` is making the build-only torch" in built.stderr
     assert "built against a build-only torch: import not tried" in built.stderr
     (wheel,) = (tmp_path / "wh").glob("*.whl")
     assert "+rocm7.2.buildonly-" in wheel.name

@@ -170,6 +170,19 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def _build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> None:
+    """Against a build-only torch (`rocbuild root torch`), with the kit's lock held shared throughout:
+    planning reads the kit, the compile reads its headers, and a remake meanwhile would break both."""
+    from rocbuild.progress import Progress
+    from rocbuild.torchkit.lock import holding, kit_lock_path
+
+    kit = kit_lock_path(Path(args.python)) if args.python else None
+    waiting = (f"waiting: `rocbuild root torch` is making the build-only torch of {args.python}; "
+               "this build starts once it is made")
+    with holding(kit, exclusive=False, waiting=waiting, say=Progress().say) as kit_fd:
+        _build_planned(args, inv, kit_fd, stamp=stamp)
+
+
+def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None, *, stamp: bool) -> None:
     from rocbuild.engine.cache import BuildCache
     from rocbuild.engine.engine import Engine
     from rocbuild.paths import cache_root
@@ -178,6 +191,8 @@ def _build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> Non
 
     plan = make_build_plan(args, inv)
     runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
+    if kit_fd is not None:
+        runner.keep_open(kit_fd)  # a compile that outlives a killed rocbuild still holds the kit
     if args.install_missing and plan.requirements.torch is not None and Engine(plan, runner, progress).install_torch():
         # Planned again against the torch now there: its templates (torch.version, torch.rocm_home), the
         # local label (a build-only torch's wheels say so) and the checks it decides were read from the old.

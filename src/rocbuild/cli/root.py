@@ -14,7 +14,9 @@ from rocbuild.cli.common import Invocation, Subparsers, action, actions
 from rocbuild.errors import UsageError
 
 if TYPE_CHECKING:  # the roots' modules are imported when a command runs, not for --help
+    from rocbuild.progress import Progress
     from rocbuild.roots.enter import Share
+    from rocbuild.torchkit.make import KitPlan
 
 COMMAND = "root"
 ROOT_FLAGS = ("--root",)
@@ -52,6 +54,8 @@ def register(sub: Subparsers) -> None:
                                                    "own hipify): for compiling torch extensions, never for running them")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--dry-run", action="store_true", help="print what it would install and run; change nothing")
+    p.add_argument("--remake", action="store_true",
+                   help="make it again even when it is current (same Debian packages, same rocbuild)")
     p.add_argument("--wheel", metavar="DIR",
                    help="also write it as a wheel into DIR, for a package index (--install-missing --torch-index "
                         "then installs it into a venv of the same root)")
@@ -146,30 +150,63 @@ def cmd_torch(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def _make_kit(args: argparse.Namespace, inv: Invocation) -> int:
-    from rocbuild.process.runner import Runner
     from rocbuild.progress import Progress
-    from rocbuild.torchkit.make import make_kit, plan_here
+    from rocbuild.torchkit.lock import holding, kit_lock_path
+    from rocbuild.torchkit.make import is_current, plan_here
 
     plan = plan_here(dict(inv.environ))
     if args.dry_run:
-        print(f"# in root {args.name}: a build-only ROCm torch {plan.info.version} at {plan.folder}")
+        kept = " (current: nothing would run; --remake makes it again)" if is_current(plan) and not args.remake else ""
+        print(f"# in root {args.name}: a build-only ROCm torch {plan.info.version} at {plan.folder}{kept}")
         for label, argv in plan.commands:
             print(f"{label}: {json.dumps(list(argv))}")
         return 0
     progress = Progress()
-    python = make_kit(plan, Runner(), progress)
-    if args.wheel:
-        from rocbuild.torchkit.wheel import pack_kit
-
-        started = progress.start("torch kit: wheel", args.wheel)
-        # site-packages sits in lib/pythonX.Y: the wheel is for that CPython, as the kit's torch._C is.
-        tag = "cp" + plan.torch.parent.parent.name.removeprefix("python").replace(".", "")
-        wheel = pack_kit(plan.torch, plan.info, tag, Path(args.wheel).expanduser().resolve())
-        progress.done("torch kit: wheel", started, wheel.name)
-    print(python)
-    print(f"use it: rocbuild RECIPE --root {args.name} --python {python} --arch gfx1100 (wheels built against it "
-          "link like a ROCm torch's but cannot be imported anywhere)", file=sys.stderr)
+    plan.folder.parent.mkdir(parents=True, exist_ok=True)
+    lock = kit_lock_path(plan.folder / "bin")
+    making = f"waiting: another `rocbuild root torch` is making the build-only torch at {plan.folder}"
+    with holding(lock, exclusive=False, waiting=making, say=progress.say):
+        current = is_current(plan) and not args.remake
+    if current:
+        _say_current(plan, progress)
+    else:
+        in_use = (f"waiting: a build is compiling against the build-only torch at {plan.folder}; "
+                  "it is made again once no build uses it")
+        with holding(lock, exclusive=True, waiting=in_use, say=progress.say):
+            _remake(plan, args.remake, progress)
+    with holding(lock, exclusive=False, waiting=making, say=progress.say):
+        if args.wheel:
+            _kit_wheel(plan, Path(args.wheel), progress)
+    print(plan.folder / "bin" / "python")
+    print(f"use it: rocbuild RECIPE --root {args.name} --python {plan.folder / 'bin' / 'python'} --arch gfx1100 "
+          "(wheels built against it link like a ROCm torch's but cannot be imported anywhere)", file=sys.stderr)
     return 0
+
+
+def _remake(plan: KitPlan, remake: bool, progress: Progress) -> None:
+    """Under the kit's exclusive lock: made, unless another `root torch` made it current while this waited."""
+    from rocbuild.process.runner import Runner
+    from rocbuild.torchkit.make import is_current, make_kit
+
+    if remake or not is_current(plan):
+        make_kit(plan, Runner(), progress)
+    else:
+        _say_current(plan, progress)
+
+
+def _say_current(plan: KitPlan, progress: Progress) -> None:
+    progress.say(f"    build-only ROCm torch {plan.info.version} at {plan.folder} is current (made from the same "
+                 "Debian packages by the same rocbuild): kept; --remake makes it again")
+
+
+def _kit_wheel(plan: KitPlan, out: Path, progress: Progress) -> None:
+    from rocbuild.torchkit.wheel import pack_kit
+
+    started = progress.start("torch kit: wheel", str(out))
+    # site-packages sits in lib/pythonX.Y: the wheel is for that CPython, as the kit's torch._C is.
+    tag = "cp" + plan.torch.parent.parent.name.removeprefix("python").replace(".", "")
+    wheel = pack_kit(plan.torch, plan.info, tag, out.expanduser().resolve())
+    progress.done("torch kit: wheel", started, wheel.name)
 
 
 def cmd_suites(args: argparse.Namespace, inv: Invocation) -> int:

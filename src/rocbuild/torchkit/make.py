@@ -3,6 +3,7 @@ command is one of `KitPlan.commands`, shown by `rocbuild root torch NAME --dry-r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ from rocbuild.torchkit.kit import (
     SOURCE_LAYOUT,
     UNREADABLE_HEADERS,
     KitInfo,
+    kit_python,
     version_py,
 )
 
@@ -112,8 +114,28 @@ def make_kit(plan: KitPlan, runner: StepRunner, progress: Progress) -> Path:
                                          ("declarations-cuda", "declarations-hip")])
     _libraries(plan, runner, progress, torch, declared, log)
     _metadata(plan, torch)
+    # Written last: a kit whose making was cut short has no marker, and is never taken for current.
+    (torch / MARKER).write_text(json.dumps(marker(plan), indent=2) + "\n")
     progress.say(f"    build-only ROCm torch {plan.info.version}: {plan.folder}")
-    return plan.folder / "bin" / "python"
+    return kit_python(plan.folder)
+
+
+def marker(plan: KitPlan) -> dict[str, object]:
+    """The kit's marker: what it was made from, and by which code (a digest of the modules that write it)."""
+    code = hashlib.sha256()
+    for module in ("kit.py", "make.py", "symbols.py"):
+        code.update((Path(__file__).parent / module).read_bytes())
+    return {**plan.info.to_json(), "made_by": code.hexdigest()[:16]}
+
+
+def is_current(plan: KitPlan) -> bool:
+    """The kit in plan.folder was finished, from the same Debian packages, by the same rocbuild code: making it
+    again would give the same files, and would break any build compiling against it meanwhile."""
+    try:
+        made = json.loads((plan.torch / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return made == marker(plan) and kit_python(plan.folder).exists()
 
 
 def _run(runner: StepRunner, progress: Progress, label: str, argv: tuple[str, ...], plan: KitPlan, log: Path) -> None:
@@ -220,8 +242,7 @@ def _libraries(plan: KitPlan, runner: StepRunner, progress: Progress, torch: Pat
 
 
 def _metadata(plan: KitPlan, torch: Path) -> None:
-    """version.py for ROCm, `torch.cuda._is_compiled()` true (cpp_extension's ROCm gate since 2.14), and
-    the marker saying what the kit is."""
+    """version.py for ROCm, and `torch.cuda._is_compiled()` true (cpp_extension's ROCm gate since 2.14)."""
     home = plan.folder / "rocm"
     (torch / "version.py").write_text(version_py(plan.info, home))
     cuda = torch / "cuda" / "__init__.py"
@@ -231,7 +252,6 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
                          hint="this torch release tells a GPU build apart otherwise: teach torchkit/kit.py its way")
     text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
     cuda.write_text(text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1))
-    (torch / MARKER).write_text(json.dumps(plan.info.to_json(), indent=2) + "\n")
     _rocm_home(home)
     shutil.rmtree(plan.build / "src", ignore_errors=True)  # hipified and installed: 50 MB of no further use
 
