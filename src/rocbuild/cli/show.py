@@ -119,7 +119,7 @@ def _root_packages(plan: Plan, out: Out) -> None:
     from rocbuild.roots.packages import Wanted, map_requirements
 
     wanted = Wanted.of(req.tools, req.cmake_packages, req.headers, req.libraries,
-                       req.openmp.package if req.openmp else None, plan.host.rocm.layout == "rocm")
+                       req.openmp.package if req.openmp else None, plan.host.rocm.amd_tree)
     if not wanted.items:
         return
     mapping = map_requirements(wanted, root_packages(root))

@@ -106,6 +106,12 @@ class Rocm:
     hipcc: Path | None = None
     include_dir: Path | None = None
 
+    @property
+    def amd_tree(self) -> bool:
+        """AMD's own /opt/rocm tree: its packages carry AMD's repository names (hip-dev, rocblas-dev), and a
+        distribution's ROCm packages would put a second ROCm under /usr."""
+        return self.layout == "rocm"
+
     def has_header(self, name: str) -> bool:
         """Whether the include folder holds header `name` (a relative path that stays inside it)."""
         if os.path.isabs(name) or ".." in Path(name).parts or "\0" in name:

@@ -144,7 +144,7 @@ def _in_root(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, missing:
     An image root's indexes are read after `apt-get update` (images ship without them)."""
     from rocbuild.roots.packages import map_requirements
 
-    amd = plan.host.rocm.layout == "rocm"
+    amd = plan.host.rocm.amd_tree
     updated = install_missing and root.image is not None and not root.rootless
     if updated:
         _apt_update(runner, log)
@@ -251,17 +251,19 @@ def _apt_update(runner: StepRunner, log: Path) -> None:
         raise HostNotReady("--install-missing: this image root has no apt-get",
                            hint="install what is missing with the image's own package manager (rocbuild root run "
                                 "NAME -- ...), or make the root from an image that has apt")
-    result = runner.run(update, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
-    if result.exit_code != 0:
-        raise HostNotReady(f"--install-missing: {shlex.join(update)} exited with {result.exit_code}",
-                           hint=result.output.strip()[-2000:] + f"\nfull log: {log}")
+    _apt_run(runner, log, [update])
 
 
 def _install(plan: Plan, runner: StepRunner, log: Path, root: RootInfo, packages: list[str], updated: bool) -> None:
     """`updated`: apt's indexes were just read (an image root's), so `apt-get update` is not run again."""
     from rocbuild.roots.apt import apt_commands
 
-    for argv in apt_commands(packages, root.apt_target)[1 if updated else 0:]:
+    _apt_run(runner, log, apt_commands(packages, root.apt_target)[1 if updated else 0:])
+
+
+def _apt_run(runner: StepRunner, log: Path, commands: list[list[str]]) -> None:
+    """Each apt command in turn; the first that fails stops the build, its output's tail in the message."""
+    for argv in commands:
         result = runner.run(argv, cwd="/", env={"DEBIAN_FRONTEND": "noninteractive"}, log=log)
         if result.exit_code != 0:
             raise HostNotReady(f"--install-missing: {shlex.join(argv)} exited with {result.exit_code}",

@@ -54,9 +54,10 @@ def create_from_image(name: str, image: str, engine: str, progress: Progress) ->
     tar = partial / "image.tar"
     started = progress.start(f"root create {name}", f"from image {image} ({Path(engine).name})")
     try:
-        image_id = _run([engine, "image", "inspect", "--format", "{{.Id}}", image], f"no image {image} in {engine}").strip()
-        env = json.loads(_run([engine, "image", "inspect", "--format", "{{json .Config.Env}}", image],
-                              f"{Path(engine).name} could not read {image}'s environment") or "null") or []
+        # One inspect for both: the id, then the ENV as JSON (a list, or null for an image that sets none).
+        image_id, _, env_json = _run([engine, "image", "inspect", "--format", "{{.Id}} {{json .Config.Env}}", image],
+                                     f"no image {image} in {engine}").strip().partition(" ")
+        env = json.loads(env_json or "null") or []
         for argv in export_commands(engine, image, f"rocbuild-export-{os.getpid()}", tar):
             progress.say("    $ " + shlex.join(argv))
             _run(argv, f"{Path(engine).name} could not export {image}")
