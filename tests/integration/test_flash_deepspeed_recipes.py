@@ -76,6 +76,16 @@ def test_flash_attn_plans_its_ck_backend_for_gfx942(cli, rocm72, torch72):
     assert (std["file"], std["find"], std["with"], std["count"]) == ("setup.py", '"-std=c++17"', '"-std=c++20"', 4)
     check = next(v for v in plan["verify"] if v["name"] == "kernels-are-rocm")
     assert check["files"] == ["flash_attn_2_cuda*.so"] and check["links"] == ["libamdhip64", "libc10_hip"]
+    assert env["OPT_DIM"] == "32,64,128,256"  # upstream's default head dims
+
+
+def test_flash_attn_head_dims_narrow_cks_generator(cli, rocm72, torch72):
+    plan = plan_json(cli, "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                     "--set", "head_dims=128,64")
+    assert plan["steps"][0]["env"]["OPT_DIM"] == "128,64"
+    code, _, err = cli("plan", "flash-attn", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                       "--set", "head_dims=96")
+    assert code == 2 and "head_dims" in err and "96" in err
 
 
 def test_flash_attn_jobs_come_from_its_own_memory_estimate(cli, rocm72, torch72):
@@ -184,6 +194,7 @@ def test_flash_attn_sdist_prepares_with_ck_and_cxx20(cli, tmp_path, rocm72, torc
     assert 'os.getenv("FLASH_ATTENTION_FORCE_BUILD", "FALSE") == "TRUE"' in setup
     assert "free_memory_gb / 9" in setup  # upstream's 9 GB a job, requires.memory-per-job
     assert (tree / "csrc/composable_kernel/example/ck_tile/01_fmha/generate.py").is_file()
+    assert 'optdim = os.getenv("OPT_DIM", "32,64,128,256")' in setup  # the head_dims option
     assert 'name="flash_attn_2_cuda"' in setup  # the library the verify check names
 
 
