@@ -56,6 +56,21 @@ def _tripwire_tree(root: Path) -> Path:
     return root
 
 
+def refused_before_anything_runs(cli, tmp_path: Path, recipe: str, archs: str, rocm: Path,
+                                 src: Path | None = None) -> tuple[str, str]:
+    """`build` (from `src`, a tripwire tree by default) and `plan` both refused with exit 2, nothing
+    fetched or built; their messages."""
+    python = _gated_venv(tmp_path, "rocm7.2")
+    src = src or _tripwire_tree(tmp_path / recipe)
+    code, _, built = cli("build", recipe, "--arch", archs, "--rocm", rocm, "--python", python,
+                         "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
+    assert code == 2, built
+    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
+    code, _, planned = cli("plan", recipe, "--arch", archs, "--rocm", rocm, "--python", python)
+    assert code == 2, planned
+    return built, planned
+
+
 # -- flash-attn ----------------------------------------------------------------------------------------
 
 
@@ -102,18 +117,12 @@ def test_flash_attn_jobs_come_from_its_own_memory_estimate(cli, rocm72, torch72)
 
 @pytest.mark.parametrize("archs", ["gfx1100", "gfx942,gfx1201", "gfx908"])
 def test_flash_attn_refuses_archs_its_release_rejects_before_anything_runs(cli, tmp_path, rocm72, archs):
-    python = _gated_venv(tmp_path, "rocm7.2")
-    src = _tripwire_tree(tmp_path / "flash")
-    code, out, err = cli("build", "flash-attn", "--arch", archs, "--rocm", rocm72, "--python", python,
-                         "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
-    assert code == 2, err
+    err, planned = refused_before_anything_runs(cli, tmp_path, "flash-attn", archs, rocm72)
     assert "accepts only gfx90a, gfx942 and gfx950" in err
     # names the upstream version that accepts RDNA, and the backend that serves it today
     assert "main from commit 5301a359" in err and "no PyPI release yet" in err
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE" in err
-    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
-    code, _, err = cli("plan", "flash-attn", "--arch", archs, "--rocm", rocm72, "--python", python)
-    assert code == 2 and "5301a359" in err
+    assert "5301a359" in planned
 
 
 @pytest.mark.parametrize("archs", ["gfx90a", "gfx942", "gfx950", "gfx90a,gfx942,gfx950"])
@@ -168,13 +177,8 @@ def test_deepspeed_refuses_an_op_it_does_not_know(cli, rocm72, torch72):
 
 @pytest.mark.parametrize("archs", ["gfx942,gfx1100", "gfx1201,gfx90a"])
 def test_deepspeed_refuses_wave64_and_wave32_archs_in_one_build(cli, tmp_path, rocm72, archs):
-    python = _gated_venv(tmp_path, "rocm7.2")
-    src = _tripwire_tree(tmp_path / "ds")
-    code, _, err = cli("build", "deepspeed", "--arch", archs, "--rocm", rocm72, "--python", python,
-                       "--source-dir", src, "--work", tmp_path / "work", "--out", tmp_path / "wh")
-    assert code == 2, err
+    err, _ = refused_before_anything_runs(cli, tmp_path, "deepspeed", archs, rocm72)
     assert "one ROCM_WAVEFRONT_SIZE for the whole build" in err and "Build one wheel for each kind" in err
-    assert not (tmp_path / "work" / "src").exists() and not (tmp_path / "wh").exists()
 
 
 # -- the real sdists -----------------------------------------------------------------------------------
