@@ -151,6 +151,7 @@ def cmd_torch(args: argparse.Namespace, inv: Invocation) -> int:
 
 def _make_kit(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.progress import Progress
+    from rocbuild.torchkit.kit import kit_python
     from rocbuild.torchkit.lock import holding, kit_lock_path
     from rocbuild.torchkit.make import is_current, plan_here
 
@@ -177,8 +178,9 @@ def _make_kit(args: argparse.Namespace, inv: Invocation) -> int:
     with holding(lock, exclusive=False, waiting=making, say=progress.say):
         if args.wheel:
             _kit_wheel(plan, Path(args.wheel), progress)
-    print(plan.folder / "bin" / "python")
-    print(f"use it: rocbuild RECIPE --root {args.name} --python {plan.folder / 'bin' / 'python'} --arch gfx1100 "
+    python = kit_python(plan.folder)
+    print(python)
+    print(f"use it: rocbuild RECIPE --root {args.name} --python {python} --arch gfx1100 "
           "(wheels built against it link like a ROCm torch's but cannot be imported anywhere)", file=sys.stderr)
     return 0
 
