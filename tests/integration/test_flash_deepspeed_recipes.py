@@ -7,7 +7,9 @@ the refusals show that nothing runs, and the patched DeepSpeed op builder is run
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -156,8 +158,9 @@ def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
     assert {op: env[f"DS_BUILD_{op}"] for op in DS_OPS} == {op: "1" if op == "FUSED_ADAM" else "0" for op in DS_OPS}
     assert "--no-build-isolation" in step["argv"]
     checks = {v["name"]: v for v in plan["verify"]}
-    assert checks["op-library-is-rocm"]["files"] == ["deepspeed/ops/adam/fused_adam_op*.so"]
-    assert checks["op-library-is-rocm"]["links"] == ["libamdhip64", "libc10_hip"]
+    assert checks["fused-adam-op-is-rocm"]["files"] == ["deepspeed/ops/adam/fused_adam_op*.so"]
+    assert checks["fused-adam-op-is-rocm"]["links"] == ["libamdhip64", "libc10_hip"]
+    assert [n for n in checks if n.endswith(("-op-is-rocm", "-op-in-wheel"))] == ["fused-adam-op-is-rocm"]
     assert checks["every-asked-op-compiled"]["argv"][-1] == "fused_adam"
 
     plan = plan_json(cli, "deepspeed", "--arch", "gfx1100", "--rocm", rocm72, "--python", torch72,
@@ -165,7 +168,11 @@ def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
     env = plan["steps"][0]["env"]
     assert {op for op in DS_OPS if env[f"DS_BUILD_{op}"] == "1"} == {"RANDOM_LTD", "CPU_ADAM"}
     names = {v["name"]: v for v in plan["verify"]}
-    assert "op-library-is-rocm" not in names  # fused_adam was not asked for
+    # one check for each asked-for op only: device code for the GPU op, presence for the host one
+    assert [n for n in names if n.endswith(("-op-is-rocm", "-op-in-wheel"))] == ["random-ltd-op-is-rocm",
+                                                                               "cpu-adam-op-in-wheel"]
+    assert names["random-ltd-op-is-rocm"]["files"] == ["deepspeed/ops/random_ltd_op*.so"]
+    assert names["cpu-adam-op-in-wheel"]["glob"] == "deepspeed/ops/adam/cpu_adam_op*.so"
     assert names["every-asked-op-compiled"]["argv"][-1] == "random_ltd,cpu_adam"
 
 
@@ -245,6 +252,21 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
         assert run(builder, "host-gpu", **wanted) == ["64", "gfx942"]
         assert run(builder, "absent") == ["32", ""]  # upstream's trap, kept when the variables are unset
         assert run(builder, "host-gpu") == ["32", "gfx1100"]
+
+    # Each op's check names the library its builder gives it: absolute_name with NAME filled in, read from
+    # the sdist's own op builders (the host optimizers' from op_builder/cpu, as the CUDA accelerator takes them).
+    ops = ",".join(op.lower() for op in DS_OPS)
+    checks = {v["name"]: v for v in plan_json(cli, "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python",
+                                               torch72, "--set", f"ops={ops}")["verify"]}
+    for op in ops.split(","):
+        builder = tree / "op_builder" / ("cpu/" if op.startswith("cpu_") else "") / f"{op}.py"
+        text = builder.read_text()
+        name = re.search(r'^\s+NAME = "(\w+)"$', text, re.M).group(1)
+        module = re.search(r"return f'([\w.{}]+)'", text).group(1).replace("{self.NAME}", name)
+        library = module.replace(".", "/") + ".cpython-314-x86_64-linux-gnu.so"
+        check = checks[f"{op.replace('_', '-')}-op-" + ("in-wheel" if op.startswith("cpu_") else "is-rocm")]
+        globs = [check["glob"]] if "glob" in check else check["files"]
+        assert [fnmatch.fnmatch(library, g) for g in globs] == [True], (op, library, globs)
 
     # prepared again: every patch is already in, which is fine
     code, out, err = cli("prepare", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
