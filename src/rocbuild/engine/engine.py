@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -149,11 +150,12 @@ class Engine:
             if until == "prepare":
                 return BuildResult((), plan.work.src, stopped_after="prepare")
             self._ccache_links()
-            for index, step in enumerate(plan.steps, start=1):
-                previous = self._run_step(index, step, previous)
-                if step.name == until:
-                    self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
-                    return BuildResult((), plan.work.src, stopped_after=until)
+            with step_tmp(plan.step_tmp):
+                for index, step in enumerate(plan.steps, start=1):
+                    previous = self._run_step(index, step, previous)
+                    if step.name == until:
+                        self.progress.say(f"stopped after {until!r} (--until); run again without it to finish")
+                        return BuildResult((), plan.work.src, stopped_after=until)
             labelled = self._label(identity, self._collect())
             placed = self._verify_and_publish(labelled, key, from_cache=False)
             if key is not None and self.cache is not None and labelled:
@@ -348,6 +350,25 @@ class Engine:
             self.progress.say(f"    build cache: not stored ({exc})")
         else:
             self.progress.say(f"    build cache: stored as {key[:16]} ({entry.folder})")
+
+
+@contextmanager
+def step_tmp(folder: Path | None) -> Iterator[None]:
+    """The steps' TMPDIR, empty when the first step starts (a killed build's leftovers go) and removed
+    with whatever the compilers left in it when the last one ends, failed or not."""
+    if folder is None:
+        yield
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        folder.mkdir(mode=0o700, parents=True)
+    except OSError as exc:  # FileExistsError: not ours to remove (a link, another user's folder)
+        raise StepFailed(f"cannot make the build's TMPDIR {folder}: {exc.strerror or exc}",
+                         hint="remove it, or point TMPDIR at another folder") from None
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_out_folder(out: Path) -> None:

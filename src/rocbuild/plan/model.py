@@ -35,7 +35,7 @@ CANONICAL_ROOT = Path("/rocbuild-canonical")
 # Base environment variables that say where tools and caches are, not what is built: the toolchain
 # and the target python are their own identity fields.
 LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPILER_LAUNCHER",
-                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER"})
+                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER", "TMPDIR"})
 # Set to the job count for every step; how fast, not what: left out of the build identity.
 PARALLEL_ENV = ("CMAKE_BUILD_PARALLEL_LEVEL", "MAX_JOBS")
 
@@ -279,6 +279,7 @@ class Plan:
     rendered: Rendered = field(default_factory=lambda: Rendered(env={}, patches=(), steps=(), checks=(), local_label=""))
     build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
     refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it; "": the whole build
+    step_tmp: Path | None = None  # the steps' TMPDIR: made empty before the first step, removed after the last
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -324,6 +325,7 @@ class Plan:
             "runpath": self.recipe.runpath,
             "build_env": self.build_env.to_json() if self.build_env else None,
             "root": self.host.root.to_json() if self.host.root else None,
+            "step_tmp": str(self.step_tmp) if self.step_tmp else None,
         }
 
 

@@ -17,7 +17,7 @@ from rocbuild.detect.torch import probe_argv, torch_index_for, torch_install_arg
 from rocbuild.errors import RecipeError, UsageError
 from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
-from rocbuild.paths import WorkDirs, cache_root, mirror_path
+from rocbuild.paths import WorkDirs, cache_root, mirror_path, short_hash
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, make_build_env
 from rocbuild.plan.model import (
     BUILD_ONLY_LABEL,
@@ -115,7 +115,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     recipe_ref = r.text(recipe.source.ref, recipe.position("source.ref"), "source.ref") if recipe.source.ref else None
     effective_ref = ref or recipe_ref
     ctx["ref"] = effective_ref or ""
-    base_env = _base_env(r, recipe, host, work, cache)
+    step_tmp = _step_tmp(host, work)
+    base_env = _base_env(r, recipe, host, work, cache, step_tmp)
     modules = _names(r, recipe.requires.python)
     env_plan = (make_build_env(work.root / "buildenv", host.python.executable, host.python.version, modules)
                 if build_env and any(isinstance(e, Wheel) for e in recipe.steps) else None)
@@ -130,7 +131,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     return Plan(recipe=recipe, host=host, options=dict(options), work=work, out=out, source=source,
                 requirements=requirements, base_env=base_env, patches=patches, steps=steps,
                 verify=_checks(r, recipe, host, has_wheels), local_label=_local_label(recipe, host, r, local_version),
-                build_env=env_plan if has_wheels else None, refusals=refusals)
+                build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp)
 
 
 def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs) -> dict[str, Any]:
@@ -165,9 +166,19 @@ def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any],
     return tuple(refusals)
 
 
-def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Path | None) -> dict[str, str]:
-    """The environment every step gets: HIP's platform, ROCm's bin/, ccache, the recipe's `env:`."""
-    base_env = {"HIP_PLATFORM": "amd"}  # hipcc picks NVIDIA when it also sees nvcc
+def _step_tmp(host: Host, work: WorkDirs) -> Path:
+    """The build's own TMPDIR. Debian's hipcc leaves an empty <source>-XXXXXX folder there for every
+    compile (hundreds a build); the engine removes this folder when the steps end. Beside the user's
+    TMPDIR rather than in the work folder: a path this short keeps room for the UNIX sockets tools make
+    there (108 bytes). A root binds the machine's /tmp only."""
+    base = Path("/tmp") if host.root is not None else Path(host.environ.get("TMPDIR") or "/tmp")
+    return base / f"rocbuild-{short_hash(str(work.root))}"
+
+
+def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Path | None,
+              step_tmp: Path) -> dict[str, str]:
+    """The environment every step gets: HIP's platform, ROCm's bin/, ccache, TMPDIR, the recipe's `env:`."""
+    base_env = {"HIP_PLATFORM": "amd", "TMPDIR": str(step_tmp)}  # hipcc picks NVIDIA when it also sees nvcc
     # The job count (detect/jobs.py: cores, memory, the recipe's memory per job) for what runs its own
     # parallel build: cmake --build and build backends calling it, torch's cpp_extension (ninja -j).
     base_env.update({name: str(host.jobs) for name in PARALLEL_ENV})
