@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import zipfile
@@ -86,13 +85,20 @@ def root_info(name: str) -> dict[str, Any]:
 
 
 def unpack_sdist(requirement: str, into: Path) -> Path:
-    if run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
-            "-q", "-d", str(into), requirement]).returncode != 0:
-        sys.exit(f"cannot download the sdist {requirement}")
-    archive = next(into.glob("*.tar.gz"))
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    return next(p for p in into.iterdir() if p.is_dir())
+    """The release's sdist, unpacked, as a recipe's `source: sdist:` gets it: from the index, into rocbuild's
+    cache, running nothing of it (`pip download` prepares metadata, which fails for a setup.py that imports
+    torch: mamba-ssm, causal-conv1d)."""
+    from rocbuild.errors import RocbuildError
+    from rocbuild.paths import cache_root
+    from rocbuild.source.sdist import fetch_sdist
+    from rocbuild.source.spec import SdistSource
+
+    dest = into / "src"
+    try:
+        fetch_sdist(SdistSource.in_cache(requirement, cache_root(), sys.executable), dest, print)
+    except RocbuildError as exc:
+        sys.exit(f"cannot fetch the sdist {requirement}: {exc}")
+    return dest
 
 
 def llvm_targets(root: str, wheel: Path, scratch: Path) -> dict[str, list[str]]:
