@@ -71,6 +71,29 @@ def test_a_torch_extension_draft_sets_its_own_variables_from_the_arch_list(cli, 
         assert "FORCE_CUDA" not in step_env
 
 
+@pytest.mark.parametrize("name, requirement, files, computed", [
+    ("causal-conv1d", "causal-conv1d==1.7.0", ["causal_conv1d_cuda*.so"], None),
+    # two CUDAExtension calls of one module: the CUDA branch's (setup.py:227) and the ROCm one's
+    ("flash-attn", "flash-attn==2.8.3", ["flash_attn_2_cuda*.so"], None),
+    # names built in a loop, by `Extension = CppExtension if suffix == 'cpu' else CUDAExtension`: nothing to
+    # name, and the draft says where they are made
+    ("torch-scatter", "torch-scatter==2.1.2", None, "setup.py:94"),
+])
+def test_the_draft_names_the_modules_that_must_carry_device_code(cli, tmp_path, rocm61, name, requirement, files,
+                                                                 computed):
+    out, text, _ = draft(cli, tmp_path, name, requirement)
+    result, _ = plan(cli, out, rocm61, "gfx942")
+    checks = {c["name"]: c for c in result["verify"]}
+    if files is None:
+        assert "kernels-are-rocm" not in checks
+    else:
+        assert checks["kernels-are-rocm"]["files"] == files and checks["kernels-are-rocm"]["links"] == ["libamdhip64"]
+    if computed is None:
+        assert "have computed names" not in text
+    else:
+        assert f"# DRAFT: the modules built at {computed} have computed names" in text
+
+
 def test_flash_attn_allow_list_refuses_the_targets_its_release_rejects(cli, tmp_path, rocm61):
     out, text, err = draft(cli, tmp_path, "flash-attn", "flash-attn==2.8.3", "--arch", ARCHS)
     assert "setup.py:135 accepts only gfx90a, gfx950, gfx942 (see unsupported: below); it rejects the requested gfx1100" in err

@@ -48,6 +48,17 @@ class Text:
     conds: tuple[str, ...] = ()  # the variables the tests it sits under (in their true branch) read
 
 
+@dataclass(frozen=True)
+class Extension:
+    """A CUDAExtension(...) or CppExtension(...) call: the module it builds, where, on which side."""
+
+    kind: str  # CUDAExtension, CppExtension
+    name: str | None  # the dotted module name when it is a literal; None when computed (a loop, an f-string)
+    where: str
+    side: Side
+    device_sources: bool | None  # its literal sources hold a .cu/.hip file; None when computed
+
+
 @dataclass
 class PyFacts:
     env: list[EnvRead] = field(default_factory=list)
@@ -58,6 +69,7 @@ class PyFacts:
     gfx_lists: list[tuple[tuple[str, ...], str, bool]] = field(default_factory=list)  # (targets, where, tested with in)
     imports: list[str] = field(default_factory=list)  # top-level module names imported
     guards: dict[str, list[str]] = field(default_factory=dict)  # where of an undeciding test -> env names it reads
+    extensions: list[Extension] = field(default_factory=list)
     gpu_tests: list[tuple[str, list[str]]] = field(default_factory=list)  # torch.cuda.is_available() in a test:
     # (where, the variables the same test reads): one of them may take the branch without a GPU
     unreadable: str | None = None  # why the file could not be parsed
@@ -90,6 +102,7 @@ class _Walker:
     def __init__(self, rel: str, facts: PyFacts):
         self.rel, self.facts = rel, facts
         self.parents: dict[int, ast.AST] = {}
+        self.aliases: set[str] = set()  # names given CUDAExtension (`Extension = CppExtension if cpu else CUDAExtension`)
 
     def walk(self, node: ast.AST, side: Side, guard: str | None, conds: tuple[str, ...] = ()) -> None:
         for child in ast.iter_child_nodes(node):
@@ -139,6 +152,14 @@ class _Walker:
             self.facts.commands += [Text(a.elts[0].value, where, side, guard) for a in node.args
                                     if isinstance(a, ast.List | ast.Tuple) and a.elts
                                     and isinstance(a.elts[0], ast.Constant) and isinstance(a.elts[0].value, str)]
+            kind = dotted(node.func).split(".")[-1]
+            kind = "CUDAExtension" if kind in self.aliases else kind
+            if kind in ("CUDAExtension", "CppExtension"):
+                self.facts.extensions.append(Extension(kind, _literal(_argument(node, 0, "name")), where, side,
+                                                       _device_sources(_argument(node, 1, "sources"))))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if any(dotted(n).split(".")[-1] == "CUDAExtension" for n in ast.walk(node.value)):
+                self.aliases.add(node.targets[0].id)
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
                            for v in node.values)
@@ -185,6 +206,25 @@ class _Walker:
                 return any(isinstance(v, ast.Constant) and "offload-arch" in str(v.value) for v in parent.values)
             parent = self.parents.get(id(parent))
         return False
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    found = next((k.value for k in call.keywords if k.arg == keyword), None)
+    return found if found is not None else call.args[index] if len(call.args) > index else None
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _device_sources(node: ast.expr | None) -> bool | None:
+    """Whether a literal list of sources holds a device file; None when the list is computed."""
+    if not isinstance(node, ast.List | ast.Tuple):
+        return None
+    files = [_literal(e) for e in node.elts]
+    if not all(files):
+        return None
+    return any(f.endswith((".cu", ".hip")) for f in files if f)
 
 
 def env_name(node: ast.AST) -> tuple[str | None, bool]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.recipe.draft_pysrc import EnvRead, PyFacts, Text, read_python
+from rocbuild.recipe.draft_pysrc import EnvRead, Extension, PyFacts, Text, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
@@ -51,6 +51,7 @@ class TorchReading:
     allow_lists: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     python: list[str] = field(default_factory=list)  # modules setup.py imports that the build must have
     cmake: bool = False  # setup.py runs cmake itself
+    kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
     notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
 
 
@@ -74,6 +75,9 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
     reading.python = _imports(tree, facts[0] if files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
+    # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
+    reading.kernels = [e for f in facts for e in f.extensions
+                       if e.kind == "CUDAExtension" and e.side != "cuda" and e.device_sources is not False]
     reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
     reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
     return reading

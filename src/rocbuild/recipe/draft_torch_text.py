@@ -22,10 +22,25 @@ def torch_draft(header: list[str], name: str, requirement: str, sha256: str, tor
               f"  tools: [{', '.join(['hipcc', 'cmake'] if torch.cmake else ['hipcc'])}]",
               f"  python: [{', '.join(torch.python)}]", ""]
     lines += _unsupported(name, version, torch) + _env(torch) + _steps(torch.variables)
-    lines += ["", "verify:", "  # Every wheel is checked for device code for each requested arch (built in); name the",
-              "  # library that must carry it once the first build shows where it is.",
-              f"  - import: {name.replace('-', '_').replace('.', '_').lower()}", ""]
+    lines += ["", "verify:", *_kernels_check(torch), f"  - import: {name.replace('-', '_').replace('.', '_').lower()}", ""]
     return lines
+
+
+def _kernels_check(torch: TorchReading) -> list[str]:
+    """The CUDAExtension modules named in setup.py must each carry device code: a build that comes out
+    CPU-only (no GPU seen, a force variable unset) then fails here, naming the module."""
+    named = [e for e in torch.kernels if e.name]
+    computed = ", ".join(e.where for e in torch.kernels if not e.name)
+    lines = ["  # Every wheel is checked for device code for each requested arch (built in)."]
+    if computed:
+        lines.append(f"  # DRAFT: the modules built at {computed} have computed names: add them to files: below "
+                     "once the first build shows them.")
+    if not named:
+        return [*lines, "  # Name the library that must carry it once the first build shows where it is."]
+    wheres = ", ".join(sorted({e.where for e in named}))
+    files = ", ".join(dict.fromkeys(f'"{e.name.replace(".", "/")}*.so"' for e in named if e.name))
+    return [*lines, f"  # The CUDAExtension modules ({wheres}) must carry it, and load HIP's runtime.",
+            "  - name: kernels-are-rocm", "    code-objects:", f"      files: [{files}]", "      links: [libamdhip64]"]
 
 
 def _found(torch: TorchReading) -> list[str]:
