@@ -142,10 +142,11 @@ def test_deepspeed_wavefront_size_follows_the_archs(cli, rocm72, torch72, archs,
     plan = plan_json(cli, "deepspeed", "--arch", archs, "--rocm", rocm72, "--python", torch72)
     assert plan["env"]["DS_ROCM_WAVEFRONT_SIZE"] == wave
     assert plan["env"]["PYTORCH_ROCM_ARCH"] == archs.replace(",", ";")
-    # the patches that make the op builder read both instead of rocminfo
+    # the patches that make the op builder read both instead of rocminfo (and give hipcc C++20 for a new torch)
     files = [(p["file"], "DS_ROCM_WAVEFRONT_SIZE" in p["with"]) for p in plan["patches"]]
     assert sorted(files) == sorted([("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False),
-                                    ("op_builder/builder.py", True), ("deepspeed/ops/op_builder/builder.py", True)])
+                                    ("op_builder/builder.py", True), ("deepspeed/ops/op_builder/builder.py", True)]
+                                   + [("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False)])
 
 
 def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
@@ -215,9 +216,13 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
                          "--work", tmp_path / "work")
     assert code == 0, err
     tree = Path(out.strip().splitlines()[-1])
-    assert err.count("replaced 1") == 4, err
+    assert err.count("replaced 1") == 6, err
     for builder in ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py"):
-        assert (tree / builder).read_text().count("rocbuild:") == 2
+        text = (tree / builder).read_text()
+        assert text.count("rocbuild:") == 3
+        # hipcc's standard follows torch's as cxx_args' does: C++20 from torch 2.12 (its headers need it)
+        assert "'-std=c++17', '-U__HIP_NO_HALF_OPERATORS__'" not in text
+        assert text.count("'-std=c++20' if (TORCH_MAJOR, TORCH_MINOR) >= (2, 12) else '-std=c++17'") == 2
     # the op's import path gives the library's name the verify check looks for
     assert "return f'deepspeed.ops.adam.{self.NAME}_op'" in (tree / "op_builder/fused_adam.py").read_text()
     # the build-time variables the recipe sets are read there
@@ -272,4 +277,4 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
     code, out, err = cli("prepare", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
                          "--work", tmp_path / "work")
     assert code == 0, err
-    assert (tree / "op_builder/builder.py").read_text().count("rocbuild:") == 2
+    assert (tree / "op_builder/builder.py").read_text().count("rocbuild:") == 3
