@@ -146,7 +146,7 @@ def test_deepspeed_wavefront_size_follows_the_archs(cli, rocm72, torch72, archs,
     files = [(p["file"], "DS_ROCM_WAVEFRONT_SIZE" in p["with"]) for p in plan["patches"]]
     assert sorted(files) == sorted([("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False),
                                     ("op_builder/builder.py", True), ("deepspeed/ops/op_builder/builder.py", True)]
-                                   + [("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False)])
+                                   + [("op_builder/builder.py", False), ("deepspeed/ops/op_builder/builder.py", False)] * 3)
 
 
 def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
@@ -158,6 +158,15 @@ def test_deepspeed_plans_its_named_ops_ahead_of_time(cli, rocm72, torch72):
     assert env["DS_BUILD_OPS"] == "0" and env["DS_ACCELERATOR"] == "cuda" and env["DS_ENABLE_NINJA"] == "1"
     assert {op: env[f"DS_BUILD_{op}"] for op in DS_OPS} == {op: "1" if op == "FUSED_ADAM" else "0" for op in DS_OPS}
     assert "--no-build-isolation" in step["argv"]
+    # the host optimizers for every x86-64-v3 CPU, not this builder's (-march=native and its SIMD width)
+    assert (plan["env"]["DS_CPU_MARCH"], plan["env"]["DS_CPU_SIMD"]) == ("-march=x86-64-v3", "-D__AVX256__")
+    for level, simd in (("x86-64-v4", "-D__AVX512__"), ("x86-64-v2", "-D__SCALAR__")):
+        env = plan_json(cli, "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                        "--set", f"cpu_level={level}")["env"]
+        assert (env["DS_CPU_MARCH"], env["DS_CPU_SIMD"]) == (f"-march={level}", simd)
+    native = plan_json(cli, "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
+                       "--set", "cpu_level=native")["env"]
+    assert "DS_CPU_MARCH" not in native and "DS_CPU_SIMD" not in native
     checks = {v["name"]: v for v in plan["verify"]}
     assert checks["fused-adam-op-is-rocm"]["files"] == ["deepspeed/ops/adam/fused_adam_op*.so"]
     assert checks["fused-adam-op-is-rocm"]["links"] == ["libamdhip64", "libc10_hip"]
@@ -216,10 +225,10 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
                          "--work", tmp_path / "work")
     assert code == 0, err
     tree = Path(out.strip().splitlines()[-1])
-    assert err.count("replaced 1") == 6, err
+    assert err.count("replaced 1") == 10, err
     for builder in ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py"):
         text = (tree / builder).read_text()
-        assert text.count("rocbuild:") == 3
+        assert text.count("rocbuild:") == 5
         # hipcc's standard follows torch's as cxx_args' does: C++20 from torch 2.12 (its headers need it)
         assert "'-std=c++17', '-U__HIP_NO_HALF_OPERATORS__'" not in text
         assert text.count("'-std=c++20' if (TORCH_MAJOR, TORCH_MINOR) >= (2, 12) else '-std=c++17'") == 2
@@ -233,7 +242,7 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
     # The patched op builder, run with no torch and rocminfo stood in for: absent, or a host GPU of the
     # other kind. The build's variables win; without them upstream's fallback (32, no arch) is left as it was.
     probe = textwrap.dedent("""
-        import importlib.util, json, subprocess, sys
+        import importlib.util, json, os, subprocess, sys
         mode = sys.argv[2]
         def fake(argv, **kw):
             if mode == "absent":
@@ -243,7 +252,9 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
         spec = importlib.util.spec_from_file_location("ds_builder", sys.argv[1])
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        print(json.dumps([mod.OpBuilder.get_rocm_wavefront_size(), mod.OpBuilder.get_rocm_gpu_arch()]))
+        # the host optimizers' flags, asked only with the variables set: upstream's own answer is this machine's CPU
+        host = [mod.OpBuilder.cpu_arch(None), mod.OpBuilder.simd_width(None)] if "DS_CPU_MARCH" in os.environ else []
+        print(json.dumps([mod.OpBuilder.get_rocm_wavefront_size(), mod.OpBuilder.get_rocm_gpu_arch(), *host]))
     """)
 
     def run(builder: str, mode: str, **env: str) -> list[str]:
@@ -252,9 +263,10 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     for builder in ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py"):
-        wanted = {"DS_ROCM_WAVEFRONT_SIZE": "64", "PYTORCH_ROCM_ARCH": "gfx942"}
-        assert run(builder, "absent", **wanted) == ["64", "gfx942"]
-        assert run(builder, "host-gpu", **wanted) == ["64", "gfx942"]
+        wanted = {"DS_ROCM_WAVEFRONT_SIZE": "64", "PYTORCH_ROCM_ARCH": "gfx942", "DS_CPU_MARCH": "-march=x86-64-v3",
+                  "DS_CPU_SIMD": "-D__AVX256__"}
+        assert run(builder, "absent", **wanted) == ["64", "gfx942", "-march=x86-64-v3", "-D__AVX256__"]
+        assert run(builder, "host-gpu", **wanted) == ["64", "gfx942", "-march=x86-64-v3", "-D__AVX256__"]
         assert run(builder, "absent") == ["32", ""]  # upstream's trap, kept when the variables are unset
         assert run(builder, "host-gpu") == ["32", "gfx1100"]
 
@@ -277,4 +289,4 @@ def test_deepspeed_sdist_prepares_and_its_op_builder_needs_no_rocminfo(cli, tmp_
     code, out, err = cli("prepare", "deepspeed", "--arch", "gfx942", "--rocm", rocm72, "--python", torch72,
                          "--work", tmp_path / "work")
     assert code == 0, err
-    assert (tree / "op_builder/builder.py").read_text().count("rocbuild:") == 3
+    assert (tree / "op_builder/builder.py").read_text().count("rocbuild:") == 5
