@@ -149,9 +149,10 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
               python: str | None = None) -> dict[str, Any]:
     """`until`: stop after that step; `built`: the glob (in the work folder) of what it made, whose
     device code is then checked instead of a wheel's."""
-    out = scratch / f"wheelhouse-{recipe}-{rocm}"
+    name = Path(recipe).stem if recipe.endswith((".yaml", ".yml")) else recipe  # a recipe file (a draft, say)
+    out = scratch / f"wheelhouse-{name}-{rocm}"
     # A work folder of its own, no build cache and no ccache (BUILD_ENV): every record is a cold build.
-    work = scratch / f"work-{recipe}-{rocm}"
+    work = scratch / f"work-{name}-{rocm}"
     argv = [*ROCBUILD, "build", recipe, "--root", root, "--arch", archs, "--out", str(out), "--install-missing",
             "--no-cache", "--work", str(work)]
     if until is not None:
@@ -184,7 +185,7 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
         # The reason without this run's scratch folder (a path of no use to a later reader).
         record["why"] = why.replace(str(scratch), "<scratch>")
         # The scratch folder goes when the run ends: a failed build's step logs are kept (not committed).
-        kept = KEPT_LOGS / f"{recipe}-{rocm}"
+        kept = KEPT_LOGS / f"{name}-{rocm}"
         if (work / "logs").is_dir():
             shutil.rmtree(kept, ignore_errors=True)
             shutil.copytree(work / "logs", kept)
