@@ -74,6 +74,17 @@ def compile_hip(site: Path, rel: str, archs: list[str], work: Path) -> Path:
     return out
 
 
+def compile_host(site: Path, rel: str, work: Path) -> Path:
+    """An extension-shaped shared library of host code only, as a CPU-only build leaves one (needs gcc)."""
+    work.mkdir(parents=True, exist_ok=True)
+    src = work / "cpu.c"
+    src.write_text("int cpu_op(void) { return 0; }\n")
+    out = site / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out
+
+
 def add_record(site: Path, dist: str, version: str, files: list[str]) -> None:
     info = site / f"{dist}-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_rocm_tree
-from tests.pyenv_trees import compile_hip, make_venv
+from tests.pyenv_trees import compile_hip, compile_host, make_venv
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 ARCH = "gfx90a"  # every torch recipe accepts it (flash-attn and xformers take CDNA only), and so does Debian 12 hipcc
@@ -48,13 +48,6 @@ def planned(tmp_path_factory) -> dict[str, list[dict]]:
     return out
 
 
-def _host_only(site: Path, rel: str, work: Path) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "cpu.c").write_text("int cpu_op(void) { return 0; }\n")
-    (site / rel).parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(site / rel), str(work / "cpu.c")], check=True)
-
-
 def test_every_torch_recipe_is_checked():
     # the recipes built against torch; a new one joins this test by itself
     assert {"causal-conv1d", "deepspeed", "flash-attn", "mamba-ssm", "torch-scatter", "torch-sparse",
@@ -72,7 +65,7 @@ def test_a_cpu_only_build_fails_the_recipes_own_checks(planned, tmp_path, recipe
         rels = [glob.replace("*", SUFFIX, 1) for glob in check["files"]]
         cpu, gpu = tmp_path / f"cpu-{i}", tmp_path / f"gpu-{i}"
         for rel in rels:
-            _host_only(cpu, rel, tmp_path / "b")
+            compile_host(cpu, rel, tmp_path / "b")
             compile_hip(gpu, rel, [ARCH], tmp_path / "b")
         failed = verify_paths([cpu], [ARCH], device_code_in=tuple(check["files"]), links=tuple(check["links"]))
         assert not failed.ok, (recipe, check["name"])

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import make_rocm_tree
 from tests.integration.test_torch_extension_recipes import _index_sdist
-from tests.pyenv_trees import compile_hip, make_venv
+from tests.pyenv_trees import compile_hip, compile_host, make_venv
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -98,12 +98,8 @@ def test_a_cpu_or_cuda_torch_is_refused_before_anything_is_fetched(cli, tmp_path
 
 
 def _cpu_modules(site: Path, package: str, names: list[str], work: Path) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "cpu.c").write_text("int cpu_op(void) { return 0; }\n")
     for name in ["_version", *names]:
-        out = site / package / f"{name}_cpu.so"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(work / "cpu.c")], check=True)
+        compile_host(site, f"{package}/{name}_cpu.so", work)
 
 
 @pytest.mark.parametrize("recipe", sorted(PYG))

@@ -50,9 +50,8 @@ class Text:
 
 @dataclass(frozen=True)
 class Extension:
-    """A CUDAExtension(...) or CppExtension(...) call: the module it builds, where, on which side."""
+    """A CUDAExtension(...) call: the module it builds, where, on which side."""
 
-    kind: str  # CUDAExtension, CppExtension
     name: str | None  # the dotted module name when it is a literal; None when computed (a loop, an f-string)
     where: str
     side: Side
@@ -69,7 +68,7 @@ class PyFacts:
     gfx_lists: list[tuple[tuple[str, ...], str, bool]] = field(default_factory=list)  # (targets, where, tested with in)
     imports: list[str] = field(default_factory=list)  # top-level module names imported
     guards: dict[str, list[str]] = field(default_factory=dict)  # where of an undeciding test -> env names it reads
-    extensions: list[Extension] = field(default_factory=list)
+    extensions: list[Extension] = field(default_factory=list)  # the CUDAExtension(...) calls
     gpu_tests: list[tuple[str, list[str]]] = field(default_factory=list)  # torch.cuda.is_available() in a test:
     # (where, the variables the same test reads): one of them may take the branch without a GPU
     unreadable: str | None = None  # why the file could not be parsed
@@ -152,10 +151,9 @@ class _Walker:
             self.facts.commands += [Text(a.elts[0].value, where, side, guard) for a in node.args
                                     if isinstance(a, ast.List | ast.Tuple) and a.elts
                                     and isinstance(a.elts[0], ast.Constant) and isinstance(a.elts[0].value, str)]
-            kind = dotted(node.func).split(".")[-1]
-            kind = "CUDAExtension" if kind in self.aliases else kind
-            if kind in ("CUDAExtension", "CppExtension"):
-                self.facts.extensions.append(Extension(kind, _literal(_argument(node, 0, "name")), where, side,
+            called = dotted(node.func).split(".")[-1]
+            if called == "CUDAExtension" or called in self.aliases:
+                self.facts.extensions.append(Extension(_literal(_argument(node, 0, "name")), where, side,
                                                        _device_sources(_argument(node, 1, "sources"))))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if any(dotted(n).split(".")[-1] == "CUDAExtension" for n in ast.walk(node.value)):

@@ -76,8 +76,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.python = _imports(tree, facts[0] if files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
     # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
-    reading.kernels = [e for f in facts for e in f.extensions
-                       if e.kind == "CUDAExtension" and e.side != "cuda" and e.device_sources is not False]
+    reading.kernels = [e for f in facts for e in f.extensions if e.side != "cuda" and e.device_sources is not False]
     reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
     reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
     return reading

@@ -33,8 +33,8 @@ def _kernels_check(torch: TorchReading) -> list[str]:
     computed = ", ".join(e.where for e in torch.kernels if not e.name)
     lines = ["  # Every wheel is checked for device code for each requested arch (built in)."]
     if computed:
-        lines.append(f"  # DRAFT: the modules built at {computed} have computed names: add them to files: below "
-                     "once the first build shows them.")
+        lines.append(f"  # DRAFT: the modules built at {computed} have computed names: name them in a code-objects "
+                     "check's files: once the first build shows them.")
     if not named:
         return [*lines, "  # Name the library that must carry it once the first build shows where it is."]
     wheres = ", ".join(sorted({e.where for e in named}))
