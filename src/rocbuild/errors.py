@@ -21,9 +21,15 @@ class RocbuildError(Exception):
 
 
 class StepFailed(RocbuildError):
-    """An external command or a build action failed (exit 1)."""
+    """An external command or a build action failed (exit 1). `report`: the failure report (draft/report.py)
+    of a failed step or check, for `--try` to act on; `log`: the step's log."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, report: object = None, log: object = None):
+        super().__init__(message, hint=hint)
+        self.report = report
+        self.log = log
 
 
 class UsageError(RocbuildError):

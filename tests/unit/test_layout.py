@@ -9,8 +9,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rocbuild"
 # Folders by stage, in the order data flows: a module may import from its own folder, from a folder of
 # lower rank, and from the top-level helpers (rank 0), never from a folder above it.
-STAGES = {"cli": 10, "ci": 9, "engine": 8, "wheelhouse": 7, "doctor": 7, "verify": 6, "plan": 5, "recipe": 4,
-          "source": 3, "torchkit": 3, "detect": 2, "roots": 1, "process": 1}
+# draft/ (the drafter, the trap catalogue and the failure report) reads recipes and is read by verify and the
+# engine, which report a failure through it: it sits between recipe and plan, and imports neither verify nor engine.
+STAGES = {"cli": 11, "ci": 10, "engine": 9, "wheelhouse": 8, "doctor": 8, "verify": 7, "plan": 6, "draft": 5,
+          "recipe": 4, "source": 3, "torchkit": 3, "detect": 2, "roots": 1, "process": 1}
 # The only modules outside cli/ that may read os.environ: XDG folders, and a child's environment.
 ENVIRONMENT_READERS = {"paths.py", "process/runner.py"}
 

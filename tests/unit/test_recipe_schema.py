@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 import rocbuild.recipe.keys as keys
+from rocbuild.draft.starter import starter_recipe
 from rocbuild.recipe.load import load_recipe_text
 from rocbuild.recipe.model import PATCH_KINDS, STEP_KINDS, VERIFY_KINDS
 from rocbuild.recipe.schema import recipe_schema, schema_file, schema_text
-from rocbuild.recipe.starter import starter_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "recipes").glob("*.yaml"))

@@ -129,9 +129,9 @@ def cmd_lint(args: argparse.Namespace, inv: Invocation) -> int:
 
 def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
     from rocbuild.detect.arch import parse_arch_list
+    from rocbuild.draft.starter import starter_recipe
     from rocbuild.recipe.schema import SCHEMA_BESIDE
     from rocbuild.recipe.shapes import NAME_RE
-    from rocbuild.recipe.starter import starter_recipe
 
     name = args.name
     if not NAME_RE.match(name):
@@ -161,10 +161,10 @@ def _draft(name: str, requirement: str, archs: list[str]) -> str:
     """Fetch the sdist (from the index, building nothing), unpack it aside and read its build files."""
     import tempfile
 
+    from rocbuild.draft.torch_text import draft_notes
+    from rocbuild.draft.tree import draft_recipe, read_tree
     from rocbuild.paths import cache_root
     from rocbuild.progress import Progress
-    from rocbuild.recipe.draft import draft_recipe, read_tree
-    from rocbuild.recipe.draft_torch_text import draft_notes
     from rocbuild.source.sdist import fetch_sdist
     from rocbuild.source.spec import SDIST_ACCEPTED, SdistSource, sdist_problem
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from rocbuild.compat import assert_never
 from rocbuild.detect.rocm import Rocm, probe_tool
+from rocbuild.draft.report import diagnose, read_log, write_report
 from rocbuild.engine.buildenv import BuildEnvMaker
 from rocbuild.engine.cache import BuildCache, CacheEntry
 from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
@@ -39,12 +40,13 @@ from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
+from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import Plan, Step
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
-from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile, tail
+from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile
 
 PREPARE_STAMP = "prepare"
 
@@ -278,11 +280,12 @@ class Engine:
         result = self.runner.run(step.argv, cwd=step.cwd, env={**self.plan.base_env, **step.env}, log=log,
                                  shell=step.shell)
         if result.exit_code != 0:
+            report = diagnose(read_log(log), report_context(self.plan))
+            write_report(log, report)
             raise StepFailed(
                 f"step {step.name!r} failed with exit code {result.exit_code} (recipe {step.where})",
-                hint=tail(log) + f"\nfull log: {log}\nfix the cause and run the same command again: "
-                "finished steps are not repeated",
-            )
+                hint="\n".join(report.lines(log)) + "\nfix the cause and run the same command again: "
+                "finished steps are not repeated", report=report, log=log)
         chain = self.workspace.finish(stamp, fp)
         self.progress.done(label, started)
         return chain

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocbuild.compat import assert_never
+from rocbuild.draft.report import diagnose, diagnose_findings, trap_lines
 from rocbuild.errors import StepFailed
+from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
@@ -106,8 +108,12 @@ class Checker:
         with open(self.log, "a") as fh:
             fh.write(format_verdict(result, quiet_files=False) + "\n")
         if not result.ok:
+            codes = [(str(x.code), f"{where}: {x.message}") for i in result.inputs for where, x in i.all_findings()
+                     if x.problem]
+            hits = diagnose_findings(codes, report_context(self.plan))
             raise StepFailed(f"{label}: {result.problems[0]}",
-                             hint="\n".join("- " + p for p in result.problems) + f"\nreport: {self.log}\n{KEPT_OUT}")
+                             hint="\n".join(["- " + p for p in result.problems] + trap_lines(hits))
+                             + f"\nreport: {self.log}\n{KEPT_OUT}", report=hits, log=self.log)
         files = sum(1 for i in result.inputs for f in i.files if f.info.bundles)
         self.progress.done(label, started, f"device code in {files} file(s); nothing links CUDA")
         return result
@@ -138,8 +144,9 @@ class Checker:
                                          f"{self.plan.host.python.executable} lacks")
             return
         if result.exit_code != 0:
+            report = diagnose(result.output, report_context(self.plan))
             raise StepFailed(f"{label}: command exited with {result.exit_code} (recipe {check.where})",
-                             hint=tail(self.log) + f"\nfull log: {self.log}\n{KEPT_OUT}")
+                             hint="\n".join(report.lines(self.log)) + f"\n{KEPT_OUT}", report=report, log=self.log)
         expect = check.expect if isinstance(check, CommandCheck) else ()
         missing = [p for p in expect if not re.search(p, result.output, re.MULTILINE)]
         if missing:

@@ -102,6 +102,9 @@ class _Walker:
         self.rel, self.facts = rel, facts
         self.parents: dict[int, ast.AST] = {}
         self.aliases: set[str] = set()  # names given CUDAExtension (`Extension = CppExtension if cpu else CUDAExtension`)
+        # Python variables holding what the environment said (`force = getenv("FORCE_CUDA") == "1"`): a
+        # test that reads the variable reads the environment variable.
+        self.env_vars: dict[str, list[str]] = {}
 
     def walk(self, node: ast.AST, side: Side, guard: str | None, conds: tuple[str, ...] = ()) -> None:
         for child in ast.iter_child_nodes(node):
@@ -118,7 +121,7 @@ class _Walker:
         self.walk(node.test, side, guard, conds)
         asks = [n for n in ast.walk(node.test) if isinstance(n, ast.Call) and dotted(n.func) == "torch.cuda.is_available"]
         if asks:
-            self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", _env_names(node.test)))
+            self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", self._reads(node.test)))
         found = test_side(node.test)
         body, other, here = side, side, guard
         if side in ("any", "unknown") and found in ("hip", "cuda"):
@@ -126,8 +129,8 @@ class _Walker:
         elif side == "any" and found == "unknown":
             body = other = "unknown"
             here = f"{self.rel}:{node.lineno}"
-            self.facts.guards[here] = _env_names(node.test)
-        for part, part_side, part_conds in ((node.body, body, (*conds, *_env_names(node.test))),
+            self.facts.guards[here] = self._reads(node.test)
+        for part, part_side, part_conds in ((node.body, body, (*conds, *self._reads(node.test))),
                                             (node.orelse, other, conds)):
             for child in part if isinstance(part, list) else [part]:
                 self.parents[id(child)] = node
@@ -158,11 +161,19 @@ class _Walker:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if any(dotted(n).split(".")[-1] == "CUDAExtension" for n in ast.walk(node.value)):
                 self.aliases.add(node.targets[0].id)
+            reads = self._reads(node.value)
+            if reads:
+                self.env_vars[node.targets[0].id] = reads
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
                            for v in node.values)
             self.facts.texts.append(Text(text, where, side, guard, conds))
         self._env(node, where, side)
+
+    def _reads(self, node: ast.AST) -> list[str]:
+        """The environment variables an expression reads, directly or through a variable holding one."""
+        through = [r for n in ast.walk(node) if isinstance(n, ast.Name) for r in self.env_vars.get(n.id, [])]
+        return list(dict.fromkeys(_env_names(node) + through))
 
     def _in_fstring(self, node: ast.AST) -> bool:
         return isinstance(self.parents.get(id(node)), ast.JoinedStr)

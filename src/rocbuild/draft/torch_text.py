@@ -8,7 +8,7 @@ found, and DRAFT lines what could not be decided."""
 
 from __future__ import annotations
 
-from rocbuild.recipe.draft_torch import TorchReading, Var
+from rocbuild.draft.torch_reading import TorchReading, Var
 
 
 def torch_draft(header: list[str], name: str, requirement: str, sha256: str, torch: TorchReading,

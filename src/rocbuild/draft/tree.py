@@ -3,7 +3,7 @@
 The sdist is read, not built: its build backend (pyproject.toml), its CMake files and setup.py are
 searched for the switches that turn a HIP/ROCm backend on and the variables that name the GPU
 targets. A PyTorch extension is read for what torch.utils.cpp_extension leaves to each package
-(draft_torch.py) and drafted like the shipped torch-extension recipes (draft_torch_text.py). What is
+(torch_reading.py) and drafted like the shipped torch-extension recipes (torch_text.py). What is
 found goes into the draft with the file and line it came from; what cannot be decided is said in the
 draft, so a person finishes it knowing what was guessed."""
 
@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.compat import tomllib
-from rocbuild.recipe.draft_pysrc import read_python
-from rocbuild.recipe.draft_torch import TorchReading, missing_submodules, read_torch
-from rocbuild.recipe.draft_torch_text import torch_draft
+from rocbuild.draft.edit import apply_fix
+from rocbuild.draft.pysrc import read_python
+from rocbuild.draft.torch_reading import TorchReading, missing_submodules, read_torch
+from rocbuild.draft.torch_text import torch_draft
+from rocbuild.draft.traps import BuildFiles, Hit, in_build_files
 from rocbuild.recipe.schema import MODELINE, MODELINE_HINT
 
 # Switches that turn a ROCm backend on, as projects spell them, and how each is set.
@@ -50,6 +52,7 @@ class Reading:
     requires: list[str] = field(default_factory=list)  # build-system.requires
     cmake_args: tuple[str, str] | None = None  # (where, separator): setup.py passes $CMAKE_ARGS on to cmake
     torch: TorchReading | None = None  # a PyTorch extension
+    traps: list[Hit] = field(default_factory=list)  # the catalogue's traps its build files show, with their fixes
     notes: list[str] = field(default_factory=list)  # what could not be decided
 
     @property
@@ -74,6 +77,7 @@ def read_tree(tree: Path) -> Reading:
         reading.notes += missing_submodules(tree, [])  # a torch extension's reading has its own, with setup.py's
     if reading.backend is None:
         reading.notes.append("no [build-system] in pyproject.toml: pip falls back to setuptools (setup.py)")
+    reading.traps = in_build_files(BuildFiles.read(tree))
     return reading
 
 
@@ -151,9 +155,11 @@ def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading, arc
              MODELINE_HINT,
              f"# Build backend: {reading.backend or 'none declared (setuptools)'}; "
              f"build-system.requires: {', '.join(reading.requires) or '-'}."]
+    lines += [f"# Trap {h.trap.id} ({h.evidence.where}): {h.fix.describe()}" for h in reading.traps if h.fix]
     if reading.torch is not None:
         lines += [f"# DRAFT: {note}" for note in reading.notes]
-        return "\n".join(torch_draft(lines, name, requirement, sha256, reading.torch, archs or [], reading.requires))
+        text = "\n".join(torch_draft(lines, name, requirement, sha256, reading.torch, archs or [], reading.requires))
+        return with_traps(text, reading.traps)
     lines += [f"# Found: {f.name} ({'CMake' if f.how == 'cmake' else 'environment'}) at {f.where}"
               for f in reading.switches + reading.archs]
     if reading.hip_language:
@@ -184,7 +190,15 @@ def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading, arc
         lines[-1] = "  - wheel: {}"
     lines += ["", "verify:", "  # Every wheel is checked for device code for each requested arch (built in); name the",
               "  # library that must carry it once the first build shows where it is.", f"  - import: {_module(name)}", ""]
-    return "\n".join(lines)
+    return with_traps("\n".join(lines), reading.traps)
+
+
+def with_traps(text: str, hits: list[Hit]) -> str:
+    """The draft with each trap fix its build files call for written in, where it belongs, naming the trap."""
+    for hit in hits:
+        if hit.fix is not None:
+            text = apply_fix(text, hit.fix, f"trap {hit.trap.id} ({hit.evidence.where}): {hit.evidence.text}")
+    return text
 
 
 def _cmake_args(defines: dict[str, str], cmake_args: tuple[str, str], have_env: bool) -> list[str]:

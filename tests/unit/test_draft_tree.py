@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from rocbuild.recipe.draft import draft_recipe, read_tree
+from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.recipe.load import load_recipe_text
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import jsonschema
 import yaml
 
-from rocbuild.recipe.draft import draft_recipe, read_tree
-from rocbuild.recipe.draft_torch import read_torch
+from rocbuild.draft.torch_reading import read_torch
+from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.recipe.load import load_recipe_text
 from rocbuild.recipe.schema import recipe_schema
-from tests.unit.test_recipe_draft import tree
+from tests.unit.test_draft_tree import tree
 
 HEAD = "import os\nimport torch\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, IS_HIP_EXTENSION\n"
 

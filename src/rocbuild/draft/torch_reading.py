@@ -4,7 +4,7 @@ torch.utils.cpp_extension hipifies CUDA sources and compiles them with hipcc whe
 ROCm build, but each package hides the rest behind its own variables and traps: an arch variable of its own
 (with its own separator) that makes torch ignore PYTORCH_ROCM_ARCH, an allow-list of targets, a GPU build
 that only happens when a GPU is visible, kernels compiled at run time, a prebuilt wheel downloaded instead
-of compiling. Everything here is read from setup.py and op_builder/ (draft_pysrc.py); what the reading
+of compiling. Everything here is read from setup.py and op_builder/ (pysrc.py); what the reading
 cannot decide becomes a note, with the file and line to look at."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.recipe.draft_pysrc import EnvRead, Extension, PyFacts, Text, read_python
+from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
@@ -26,6 +26,8 @@ JOBS = re.compile(r"^MAX_JOBS$|_JOBS$|THREADS$|PARALLEL")
 TARGET = re.compile(r"(?:^|_)BUILD_TARGET$|TARGET_DEVICE$")
 ROCM_WORD = re.compile(r"(?:^|_)(?:HIP|ROCM|AMD)(?:_|$)")
 HOMES = ("ROCM_HOME", "ROCM_PATH", "HIP_PATH")
+# Variables that alone select a package's ROCm path (unset, setup.py reads torch.version.cuda: None on ROCm).
+SELECTOR = re.compile(r"^(?:ROCM_VERSION|HIP_VERSION|USE_ROCM|BUILD_ROCM|WITH_ROCM|IS_ROCM|ROCM_BUILD|USE_HIP)$")
 VENDOR_DIRS = ("third_party", "third-party", "thirdparty", "3rdparty", "external", "extern", "vendor", "deps", "submodules")
 MAX_PY_FILES = 3000  # package files searched for run-time compilation
 
@@ -52,6 +54,9 @@ class TorchReading:
     python: list[str] = field(default_factory=list)  # modules setup.py imports that the build must have
     cmake: bool = False  # setup.py runs cmake itself
     kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
+    jit_sources: list[str] = field(default_factory=list)  # the sources its load() calls name (a run-time build)
+    gpu_reads: list[list[str]] = field(default_factory=list)  # the variables each torch.cuda.is_available() test reads
+    on_values: dict[str, str] = field(default_factory=dict)  # the literal a variable is compared with to turn it on
     notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
 
 
@@ -69,9 +74,12 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.notes += [f"{f.unreadable}: not parsed (not Python 3?), nothing was read from it: check it by hand"
                       for f in facts if f.unreadable]
     reading.rocm_aware = _rocm_markers(facts)
-    reading.jit = _jit(tree, facts)
+    reading.jit, reading.jit_sources = _jit(tree, facts)
+    reading.gpu_reads = [reads for f in facts for _, reads in f.gpu_tests]
+    reading.on_values = {r.name: r.on for f in facts for r in f.env if r.on}
     reading.arch_flag = next((t.where for f in facts for t in f.texts if "offload-arch" in t.text and t.side != "cuda"), None)
-    reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware))
+    reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),
+                                 gated={name for reads in reading.gpu_reads for name in reads})
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
     reading.python = _imports(tree, facts[0] if files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
@@ -99,12 +107,13 @@ def _rocm_markers(facts: list[PyFacts]) -> list[str]:
     return found
 
 
-def _jit(tree: Path, facts: list[PyFacts]) -> str | None:
+def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
     """Where kernels are compiled at run time: cpp_extension's load/load_inline, in the build files or the
-    package's own modules (searched as text: they are not all Python 3 that this ast reads)."""
+    package's own modules (searched as text: they are not all Python 3 that this ast reads); and the
+    source files named after the first such call, which the wheel must then ship."""
     hit = _first(facts, lambda n: n.endswith(("cpp_extension.load", "cpp_extension.load_inline")))
     if hit:
-        return hit[1]
+        return hit[1], []
     pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\(")
     # The package's own modules only (a top-level folder with __init__.py): vendored trees have their own.
     packages = [p for p in sorted(tree.iterdir()) if (p / "__init__.py").is_file() and p.name not in ("tests", "test")]
@@ -112,12 +121,16 @@ def _jit(tree: Path, facts: list[PyFacts]) -> str | None:
         text = path.read_text(errors="replace")
         match = pattern.search(text)
         if match:
-            return f"{path.relative_to(tree)}:{text.count(chr(10), 0, match.start()) + 1}"
-    return None
+            sources = re.findall(r"""["']([\w./-]+\.(?:cu|cpp|cc|hip))["']""", text[match.start():])
+            return f"{path.relative_to(tree)}:{text.count(chr(10), 0, match.start()) + 1}", list(dict.fromkeys(
+                s.rsplit("/", 1)[-1] for s in sources))[:8]
+    return None, []
 
 
-def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool) -> list[Var]:
-    """Each variable once, at its first read, in the order the files read them."""
+def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool, gated: frozenset[str] | set[str] = frozenset()
+             ) -> list[Var]:
+    """Each variable once, at its first read, in the order the files read them. `gated`: the variables a
+    torch.cuda.is_available() test reads (directly or through a Python variable)."""
     # Variables whose tests lead to CUDA-only flags that are not behind a CUDA test: setting one takes them.
     leading = {name for f in facts for t in f.texts if t.side != "cuda" and CUDA_FLAG.match(t.text) for name in t.conds}
     own_flag = any("offload-arch" in t.text and t.side != "cuda" for f in facts for t in f.texts)
@@ -126,7 +139,7 @@ def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool) -> list[Var]
         for read in f.env:
             if read.name not in out:
                 reads = [r for g in facts for r in g.env if r.name == read.name]
-                var = _var(read.name, read.where, reads, gpu_gated and aware, leading)
+                var = _var(read.name, read.where, reads, (gpu_gated and aware) or read.name in gated, leading)
                 out[read.name] = _settled(var, reads, own_flag)
     return list(out.values())
 
@@ -161,6 +174,8 @@ def _var(name: str, where: str, reads: list[EnvRead], gpu_gated: bool, leading: 
         return _force(name, where, on, gpu_gated, leading)
     if TARGET.search(name):
         return Var(name, where, "switch", "rocm", "the backend to build")
+    if SELECTOR.match(name):
+        return Var(name, where, "switch", None, "it alone selects the ROCm path: the trap rocm-selector-unset sets it")
     if ROCM_WORD.search(name):
         default = next((r.default for r in reads if r.default is not None), None)
         return Var(name, where, "option", None, "an option of its ROCm build: left at its default"

@@ -1,0 +1,150 @@
+"""A trap's fix written into a recipe's text where it belongs, with a comment naming the trap and its
+evidence: the wheel step's env, patches:, requires:, verify:. The text is edited, not re-dumped, so the
+recipe's own comments and order survive; the caller loads the result with the recipe loader, which
+refuses anything this got wrong. A fix already in the recipe leaves the text as it was."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv
+
+TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
+ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
+         "patches", "env", "steps", "verify")  # where a missing block goes: after the last of those before it
+
+
+def apply_fix(text: str, fix: Fix, comment: str) -> str:
+    """`text` with `fix` written in, `comment` (one line, no '#') above what was added."""
+    lines = text.splitlines()
+    note = comment.replace("\n", " ")
+    match fix:
+        case SetEnv():
+            lines = _set_env(lines, fix, note)
+        case ReplaceText():
+            lines = _append_entry(lines, "patches", _replace_entry(fix), note, present=_has_replace(lines, fix))
+        case Require():
+            lines = _require(lines, fix.key, fix.names, note)
+        case MemoryPerJob():
+            lines = _set_in_block(lines, "requires", "memory-per-job", fix.value, note)
+        case Expect():
+            lines = _expect(lines, fix, note)
+    return "\n".join(lines) + "\n"
+
+
+def _blocks(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Each top-level key: (its line, the index after its last indented content line)."""
+    keys = [(i, m.group(1)) for i, line in enumerate(lines) for m in [TOP_KEY.match(line)] if m]
+    found = {}
+    for n, (start, key) in enumerate(keys):
+        stop = keys[n + 1][0] if n + 1 < len(keys) else len(lines)
+        end = start + 1
+        for i in range(start + 1, stop):
+            if lines[i].strip() and lines[i].startswith(" ") and not lines[i].lstrip().startswith("#"):
+                end = i + 1
+        found[key] = (start, end)
+    return found
+
+
+def _ensure_block(lines: list[str], key: str) -> list[str]:
+    """A top-level `key:` block, added after the blocks that come before it in ORDER when missing."""
+    blocks = _blocks(lines)
+    if key in blocks:
+        if lines[blocks[key][0]].rstrip().endswith(("{}", "[]")):  # `env: {}`: an empty flow value
+            lines = [*lines[:blocks[key][0]], f"{key}:", *lines[blocks[key][0] + 1:]]
+        return lines
+    before = [k for k in ORDER[:ORDER.index(key)] if k in blocks]
+    at = blocks[before[-1]][1] if before else len(lines)
+    return [*lines[:at], "", f"{key}:", *lines[at:]]
+
+
+def _append_entry(lines: list[str], key: str, entry: list[str], note: str, *, present: bool) -> list[str]:
+    if present:
+        return lines
+    lines = _ensure_block(lines, key)
+    _, end = _blocks(lines)[key]
+    return [*lines[:end], f"  # {note}", *entry, *lines[end:]]
+
+
+def _replace_entry(fix: ReplaceText) -> list[str]:
+    entry = ["  - replace:", f"      file: {fix.file}", f"      find: {json.dumps(fix.find)}",
+             f"      with: {json.dumps(fix.with_)}"]
+    return entry + ([f"    when: {json.dumps(fix.when)}"] if fix.when else [])
+
+
+def _has_replace(lines: list[str], fix: ReplaceText) -> bool:
+    text = "\n".join(lines)
+    return any(f"find: {q}" in text for q in (json.dumps(fix.find), repr(fix.find), fix.find))
+
+
+def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
+    """Into the wheel step's env (a torch extension's settings live there); else the recipe's env."""
+    step = _wheel_step(lines)
+    if step is None:
+        return _set_in_block(lines, "env", fix.name, json.dumps(fix.value), note)
+    dash, indent, end = step
+    env = next((i for i in range(dash, end) if re.match(rf"^{' ' * indent}env:\s*(?:\{{\}})?\s*$", lines[i])), None)
+    if env is None:
+        return [*lines[:end], f"{' ' * indent}env:", f"{' ' * (indent + 2)}# {note}",
+                f"{' ' * (indent + 2)}{fix.name}: {json.dumps(fix.value)}", *lines[end:]]
+    lines = [*lines[:env], f"{' ' * indent}env:", *lines[env + 1:]]
+    child = indent + 2
+    stop = next((i for i in range(env + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
+                 and len(lines[i]) - len(lines[i].lstrip()) < child), end)
+    for i in range(env + 1, stop):
+        if re.match(rf"^\s*{re.escape(fix.name)}:", lines[i]):
+            if lines[i].split(":", 1)[1].strip() == json.dumps(fix.value):
+                return lines
+            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {json.dumps(fix.value)}",
+                    *lines[i + 1:]]
+    last = max([i + 1 for i in range(env + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+               or [env + 1])
+    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {json.dumps(fix.value)}", *lines[last:]]
+
+
+def _wheel_step(lines: list[str]) -> tuple[int, int, int] | None:
+    """The first wheel step: (its '- ' line, the indent of its keys, the index after its last line)."""
+    blocks = _blocks(lines)
+    if "steps" not in blocks:
+        return None
+    start, end = blocks["steps"]
+    items = [i for i in range(start + 1, end) if re.match(r"^\s*- ", lines[i])
+             and len(lines[i]) - len(lines[i].lstrip()) == len(lines[start + 1]) - len(lines[start + 1].lstrip())]
+    for n, i in enumerate(items):
+        stop = items[n + 1] if n + 1 < len(items) else end
+        if any(re.match(r"^\s*(?:- )?wheel:", lines[j]) for j in range(i, stop)):
+            indent = len(lines[i]) - len(lines[i].lstrip()) + 2
+            last = max(j + 1 for j in range(i, stop) if lines[j].strip() and not lines[j].lstrip().startswith("#"))
+            return i, indent, last
+    return None
+
+
+def _set_in_block(lines: list[str], block: str, key: str, value: str, note: str) -> list[str]:
+    lines = _ensure_block(lines, block)
+    start, end = _blocks(lines)[block]
+    for i in range(start + 1, end):
+        if re.match(rf"^  {re.escape(key)}:", lines[i]):
+            if lines[i].split(":", 1)[1].split("#")[0].strip() == value:
+                return lines
+            return [*lines[:i], f"  # {note}", f"  {key}: {value}", *lines[i + 1:]]
+    return [*lines[:end], f"  # {note}", f"  {key}: {value}", *lines[end:]]
+
+
+def _require(lines: list[str], key: str, names: tuple[str, ...], note: str) -> list[str]:
+    lines = _ensure_block(lines, "requires")
+    start, end = _blocks(lines)["requires"]
+    for i in range(start + 1, end):
+        match = re.match(rf"^  {re.escape(key)}:\s*\[(.*)\](.*)$", lines[i])
+        if match:
+            have = [n.strip() for n in match.group(1).split(",") if n.strip()]
+            new = [n for n in names if n not in have]
+            if not new:
+                return lines
+            return [*lines[:i], f"  # {note}", f"  {key}: [{', '.join(have + new)}]{match.group(2)}", *lines[i + 1:]]
+    return [*lines[:end], f"  # {note}", f"  {key}: [{', '.join(names)}]", *lines[end:]]
+
+
+def _expect(lines: list[str], fix: Expect, note: str) -> list[str]:
+    entries = ["  - code-objects: false"] + [f"  - wheel-contains: {json.dumps('*/' + s)}" for s in fix.detail[:8]]
+    return _append_entry(lines, "verify", entries, note, present=any("code-objects: false" in line for line in lines))

@@ -1,0 +1,95 @@
+"""A trap's fix as recipe data: what the failure report shows as text to paste, and what the drafter and
+`--try` write into a recipe (draft/edit.py). Each kind is the recipe key it lands under."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class SetEnv:
+    """A variable for the wheel step (`steps: - wheel: env:`); a template such as ${{ rocm.version }} is fine."""
+
+    name: str
+    value: str
+
+    def yaml(self) -> list[str]:
+        return ["steps:", "  - wheel: {}", "    env:", f"      {self.name}: {_quote(self.value)}"]
+
+    def describe(self) -> str:
+        return f"set {self.name}={self.value} for the wheel step"
+
+
+@dataclass(frozen=True)
+class ReplaceText:
+    """A `replace` edit of a file of the tree, for the torch versions (or always) that need it."""
+
+    file: str
+    find: str
+    with_: str
+    when: str | None = None
+
+    def yaml(self) -> list[str]:
+        lines = ["patches:", "  - replace:", f"      file: {self.file}", f"      find: {_quote(self.find)}",
+                 f"      with: {_quote(self.with_)}"]
+        return lines + ([f"    when: {_quote(self.when)}"] if self.when else [])
+
+    def describe(self) -> str:
+        return f"replace {self.find!r} with {self.with_!r} in {self.file}"
+
+
+@dataclass(frozen=True)
+class Require:
+    """Something the build needs: Python modules for the build environment, or ROCm CMake packages and
+    headers (which --install-missing brings into a build root)."""
+
+    key: Literal["python", "cmake-packages", "headers"]
+    names: tuple[str, ...]
+
+    def yaml(self) -> list[str]:
+        return ["requires:", f"  {self.key}: [{', '.join(self.names)}]"]
+
+    def describe(self) -> str:
+        return f"require {', '.join(self.names)} ({self.key})"
+
+
+@dataclass(frozen=True)
+class MemoryPerJob:
+    """What one compile job takes: fewer jobs run where memory is short."""
+
+    value: str
+
+    def yaml(self) -> list[str]:
+        return ["requires:", f"  memory-per-job: {self.value}"]
+
+    def describe(self) -> str:
+        return f"memory-per-job {self.value} (fewer parallel compile jobs)"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the wheel is expected to hold, decided from the build files alone (never to silence a failed
+    check): `jit` kernels compiled at run time (no device code, the sources shipped); `runtime` a library
+    that binds HIP's runtime and has no kernels of its own."""
+
+    kind: Literal["jit", "runtime"]
+    detail: tuple[str, ...] = ()  # jit: the sources its load() calls name
+
+    def yaml(self) -> list[str]:
+        # `code-objects: false`: no device code of its own; the built-in check still refuses CUDA libraries.
+        lines = ["verify:", "  - code-objects: false"]
+        return lines + [f"  - wheel-contains: {_quote('*/' + source)}" for source in self.detail[:8]]
+
+    def describe(self) -> str:
+        return {"jit": "expect no device code in the wheel (kernels compiled at run time), and their sources shipped",
+                "runtime": "expect the HIP runtime bound, and no kernels of its own"}[self.kind]
+
+
+Fix = SetEnv | ReplaceText | Require | MemoryPerJob | Expect
+
+
+def _quote(text: str) -> str:
+    """A YAML scalar that reads back as `text`: JSON's double-quoted strings are YAML too."""
+    return json.dumps(text)

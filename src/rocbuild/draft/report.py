@@ -1,0 +1,148 @@
+"""The failure report: what a failed step or check says first. The first errors of its log, each with a
+few lines of context and duplicates folded (logscan.py), the known trap that explains them with its
+evidence and the fix as recipe text to paste (traps.py), and only then the log's tail, if anything in
+it was not recognised. `rocbuild diagnose LOG` prints the same report for any log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocbuild.draft.fixes import MemoryPerJob
+from rocbuild.draft.logscan import LogError, scan
+from rocbuild.draft.traps import BuildFiles, Hit, in_findings, in_log
+
+SHOWN_CAUSES = 4  # errors shown after the first, a line each
+TAIL_WHEN_UNKNOWN = 40  # the log's last lines, shown only when no error was recognised
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the report says beside the log: the tree (for the build-file detectors) and the jobs in force."""
+
+    tree: Path | None = None
+    jobs: int | None = None
+    jobs_why: str = ""
+    memory_per_job: str = "2GiB"  # the recipe's requires.memory-per-job, or the default
+
+
+@dataclass(frozen=True)
+class Report:
+    errors: list[LogError]
+    hits: list[Hit]
+    tail: list[str]  # the log's last lines
+    context: Context
+
+    @property
+    def killed(self) -> bool:
+        return any(e.kind == "killed" for e in self.errors)
+
+    def to_json(self) -> dict[str, object]:
+        return {"errors": [e.to_json() for e in self.errors], "traps": [h.to_json() for h in self.hits],
+                "killed": self.killed, "jobs": self.context.jobs, "memory_per_job": self.context.memory_per_job}
+
+    def lines(self, log: Path | None = None) -> list[str]:
+        """The report as text: the first cause, the trap, the other causes, the consequences, then the tail."""
+        causes = [e for e in self.errors if e.cause]
+        out: list[str] = []
+        if causes:
+            first = causes[0]
+            more = f"; {len(causes) - 1} more below" if len(causes) > 1 else ""
+            out += [f"cause ({first.kind}, log line {first.line}{_times(first)}{more}):", f"  {first.text}"]
+            out += [f"  | {text}" for _, text in first.context[:4]]
+        elif self.errors:
+            out.append("no compiler, linker, CMake or Python error found; what the tools said last:")
+        out += _killed(self) + [line for hit in self.hits for line in _trap(hit)]
+        for error in causes[1:1 + SHOWN_CAUSES]:
+            out.append(f"then ({error.kind}, log line {error.line}{_times(error)}): {error.text}")
+        out += [f"then: {e.text} (log line {e.line})" for e in self.errors if not e.cause][:3]
+        if log is not None:
+            out.append(f"full log: {log}")
+        if not causes:  # nothing recognised: the tail is all there is to show
+            tail = self.tail[-TAIL_WHEN_UNKNOWN:]
+            out += [f"last {len(tail)} lines of the log:", *[f"  | {line}" for line in tail]]
+        return out
+
+
+def diagnose(text: str, context: Context) -> Report:
+    errors = scan(text)
+    lines = text.splitlines()
+    # The errors' lines first (the evidence is then the error itself), then the rest of the log.
+    shown = [(e.line, e.text) for e in errors] + [c for e in errors for c in e.context]
+    everything = shown + [(n, line) for n, line in enumerate(lines, 1)]
+    files = BuildFiles.read(context.tree) if context.tree is not None and context.tree.is_dir() else None
+    hits = in_log(everything, files)
+    hits = [_with_memory(h, context) for h in sorted(hits, key=lambda h: int(h.evidence.where.split(":")[1]))]
+    return Report(errors, hits, lines[-TAIL_WHEN_UNKNOWN:], context)
+
+
+def diagnose_findings(codes: list[tuple[str, str]], context: Context) -> list[Hit]:
+    """The traps a failed check's findings point at, where the build files show them too."""
+    files = BuildFiles.read(context.tree) if context.tree is not None and context.tree.is_dir() else None
+    return in_findings(codes, files)
+
+
+def read_log(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def trap_lines(hits: list[Hit]) -> list[str]:
+    return [line for hit in hits for line in _trap(hit)]
+
+
+def _times(error: LogError) -> str:
+    return f", {error.count} times" if error.count > 1 else ""
+
+
+def _trap(hit: Hit) -> list[str]:
+    trap = hit.trap
+    out = [f"known trap {trap.id}: {trap.title}", f"  why: {trap.why}", f"  evidence ({hit.evidence.where}): "
+           f"{_short(hit.evidence.text)}"]
+    if hit.files is not None and hit.files is not hit.evidence:
+        out.append(f"  in the build files ({hit.files.where}): {_short(hit.files.text)}")
+    if hit.fix is None:
+        out.append("  fix: none that can be written for you: the build files do not show where (see why)")
+        return out
+    out.append(f"  fix ({hit.fix.describe()}), to paste into the recipe (--try applies it):")
+    return out + [f"    {line}" for line in hit.fix.yaml()]
+
+
+def _killed(report: Report) -> list[str]:
+    if not report.killed:
+        return []
+    ctx = report.context
+    jobs = f"{ctx.jobs} parallel job(s)" + (f" ({ctx.jobs_why})" if ctx.jobs_why else "") if ctx.jobs else \
+        "the jobs in force"
+    return [f"a compiler was killed by signal 9: most often out of memory. In force: {jobs}, "
+            f"{ctx.memory_per_job} per job.",
+            "  set requires.memory-per-job higher (fewer jobs run), or pass --jobs N or --memory SIZE"]
+
+
+def _with_memory(hit: Hit, context: Context) -> Hit:
+    """The killed compiler's fix: twice the memory per job in force (the log cannot say what it was)."""
+    if hit.trap.id != "compiler-killed":
+        return hit
+    number = float("".join(c for c in context.memory_per_job if c.isdigit() or c == ".") or 2)
+    unit = "MiB" if "m" in context.memory_per_job.lower() else "GiB"
+    value = max(4.0, number * 2 / (1024 if unit == "MiB" else 1))
+    return Hit(hit.trap, hit.evidence, hit.files, MemoryPerJob(f"{value:g}GiB"))
+
+
+def _short(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def write_report(log: Path, report: Report) -> Path | None:
+    """The report as JSON beside the log (NN-step.report.json), for --try and for tools; None if it cannot
+    be written (the report is still shown)."""
+    import json
+
+    path = log.with_name(log.stem + ".report.json")
+    try:
+        path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    except OSError:
+        return None
+    return path

@@ -1,0 +1,330 @@
+"""The catalogue of known traps of ROCm builds: one typed table that the drafter, the failure report and
+`--try` all read (and the recipe reference lists, generated from it).
+
+Each trap has a stable id (recipe comments, reports and --json use it), one line of why, a detector on
+the build files (what the drafter sees before anything runs), detectors on a failed log's text and on a
+failed check's finding codes (what a failure shows), and its fix as recipe data (fixes.py). Detectors
+read text and codes only: this module imports neither verify nor the engine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.pysrc import EnvRead, read_python
+from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
+
+# ROCm's CMake packages and header folders, as --install-missing can bring them into a root.
+ROCM_PACKAGE = re.compile(r"^(?:hip\w*|roc\w+|rccl|miopen|MIOpen|composable_kernel|hsa-runtime64|amd_comgr|hsakmt)$")
+ROCM_HEADER = re.compile(r"^(?:hip(?:blas|blaslt|cub|fft|rand|sparse|solver|_bf16)\w*|roc\w+|rccl|miopen|thrust)/")
+STD = re.compile(r"""(?P<token>-std=(?:c|gnu)\+\+(?:11|14|17)|/std:c\+\+(?:14|17))|CMAKE_CXX_STANDARD\s+(?P<cmake>1[147])""")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where a trap was seen: a build file's line, a log's line, or a check's finding."""
+
+    where: str  # "setup.py:12", "log:345", "check kernels-are-rocm"
+    text: str  # the line (or finding) itself
+    value: str | None = None  # what the fix is made from: a variable, a flag, a module, a package
+    file: str | None = None  # the build file the fix edits
+
+
+@dataclass
+class BuildFiles:
+    """A tree's build files, read once for every detector."""
+
+    tree: Path
+    setup: list[str] = field(default_factory=list)  # setup.py's lines
+    cmake: list[str] = field(default_factory=list)  # the top CMakeLists.txt's lines
+    torch: TorchReading | None = None
+    env: list[EnvRead] = field(default_factory=list)  # what setup.py reads from the environment (any package)
+
+    @classmethod
+    def read(cls, tree: Path) -> BuildFiles:
+        setup, cmake = tree / "setup.py", tree / "CMakeLists.txt"
+        env = read_python(tree, setup).env if setup.is_file() else []
+        return cls(tree, setup.read_text(errors="replace").splitlines() if setup.is_file() else [],
+                   cmake.read_text(errors="replace").splitlines() if cmake.is_file() else [], read_torch(tree), env)
+
+    def lines(self) -> list[tuple[str, int, str]]:
+        return [("setup.py", n, t) for n, t in enumerate(self.setup, 1)] + \
+               [("CMakeLists.txt", n, t) for n, t in enumerate(self.cmake, 1)]
+
+
+@dataclass(frozen=True)
+class Trap:
+    id: str
+    title: str
+    why: str
+    fix: Callable[[Evidence | None, Evidence | None], Fix | None]  # (build files' evidence, failure's) -> fix
+    log: tuple[str, ...] = ()  # regexes on a failed log's lines; a group named value feeds the fix
+    findings: tuple[str, ...] = ()  # finding codes of a failed check it explains (with build-file evidence)
+    files: Callable[[BuildFiles], Evidence | None] | None = None  # the detector on the build files
+    draft: bool = True  # the drafter applies its fix when the build files show it
+    fixes: str = ""  # what kind of recipe data the fix is, for the reference
+
+    def on_log(self, line: str) -> re.Match[str] | None:
+        return next((m for p in self.log for m in [re.search(p, line)] if m), None)
+
+
+# -- detectors on the build files ------------------------------------------------------------------------
+
+def old_standard(files: BuildFiles) -> Evidence | None:
+    """A C++ standard below 20 that setup.py (of a torch extension) or CMake asks for."""
+    if files.torch is None:
+        return None
+    for name, number, text in files.lines():
+        match = STD.search(text)
+        if match and not text.lstrip().startswith("#"):
+            token = match.group("token") or match.group(0)
+            return Evidence(f"{name}:{number}", text.strip(), token, name)
+    return None
+
+
+def force_unset(files: BuildFiles) -> Evidence | None:
+    """A force variable (FORCE_CUDA, ...) the reading leaves unset, read in a test beside a GPU probe or
+    through a Python variable: without it a GPU-less builder builds CPU-only, or hands .cu files to g++."""
+    torch = files.torch
+    if torch is None:  # a setup.py that runs hipcc itself: its force variable, as it compares it
+        read = next((r for r in files.env if FORCE.search(r.name)), None)
+        return Evidence(read.where, f"{read.name} read at {read.where}", f"{read.name}={read.on or '1'}") if read else None
+    gated = {name for reads in torch.gpu_reads for name in reads}
+    for var in torch.variables:
+        if var.kind == "force" and FORCE.search(var.name) and "CUDA-only flags" not in var.why and (
+                var.name in gated or var.value is not None):
+            on = var.value or torch.on_values.get(var.name) or "1"
+            return Evidence(var.where, f"{var.name} read at {var.where}", f"{var.name}={on}")
+    return None
+
+
+def rocm_selector(files: BuildFiles) -> Evidence | None:
+    """A variable that alone selects the ROCm path (ROCM_VERSION, USE_ROCM, ...)."""
+    read = next((r for r in files.env if SELECTOR.match(r.name)), None)
+    return Evidence(read.where, f"{read.name} is read at {read.where}", read.name) if read else None
+
+
+def cuda_flag(files: BuildFiles) -> Evidence | None:
+    for name, number, text in files.lines():
+        for flag in re.findall(r"""["']([^"']+)["']""", text):
+            if CUDA_FLAG.match(flag):
+                return Evidence(f"{name}:{number}", text.strip(), flag, name)
+    return None
+
+
+def native_arch(files: BuildFiles) -> Evidence | None:
+    torch = files.torch
+    for var in torch.variables if torch else []:
+        if var.kind == "arch" and "'native'" in var.why:
+            return Evidence(var.where, f"{var.name}: {var.why}", var.name)
+    return None
+
+
+def downloads(files: BuildFiles) -> Evidence | None:
+    torch = files.torch
+    if torch is None or not any(n.startswith("downloads at") for n in torch.notes):
+        return None
+    force = next((v for v in torch.variables if v.kind == "force" and v.name.endswith("BUILD")), None)
+    note = next(n for n in torch.notes if n.startswith("downloads at"))
+    on = (force.value or torch.on_values.get(force.name) or "1") if force else ""
+    return Evidence(note.split(" ")[2].rstrip(",("), note, f"{force.name}={on}" if force else None)
+
+
+def jit_kernels(files: BuildFiles) -> Evidence | None:
+    """Kernels compiled at run time, with nothing that asks for them at install time."""
+    torch = files.torch
+    if torch is None or torch.jit is None or torch.kernels:
+        return None
+    if any(v.kind == "force" and v.value for v in torch.variables):
+        return None
+    return Evidence(torch.jit, f"cpp_extension.load at {torch.jit}", ",".join(torch.jit_sources))
+
+
+def runtime_binding(files: BuildFiles) -> Evidence | None:
+    """A CMake project that links HIP's runtime (hip::host, amdhip64) and compiles no HIP source."""
+    if files.torch is not None or not files.cmake:
+        return None
+    text = "\n".join(files.cmake)
+    if re.search(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|\.hip\b|\.cu\b|hip_add_library", text):
+        return None
+    for number, line in enumerate(files.cmake, 1):
+        if re.search(r"\bhip::host\b|\bamdhip64\b|\bhip::amdhip64\b", line):
+            return Evidence(f"CMakeLists.txt:{number}", line.strip())
+    return None
+
+
+# -- fixes -----------------------------------------------------------------------------------------------
+
+def _cxx20(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    new = re.sub(r"1[147]$", "20", files.value)
+    return ReplaceText(files.file, files.value, new, when="${{ torch.version >= '2.12' }}")
+
+
+def _set_from_files(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None:
+        return None
+    name, _, on = files.value.partition("=")
+    return SetEnv(name, on or "1")
+
+
+def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None:
+        return None
+    return SetEnv(files.value, "${{ rocm.version }}" if files.value.endswith("VERSION") else "1")
+
+
+def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    module = failure.value.split(".")[0] if failure and failure.value else None
+    if module is None or module in ("torch", "setuptools") or module.startswith("_"):
+        return None  # torch: requires.torch; setuptools: pip's own
+    return Require("python", (module,))
+
+
+def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    if failure is not None and failure.value and failure.value != files.value:
+        return None  # the flag clang refused is not the one the build files hold
+    return ReplaceText(files.file, f'"{files.value}",', "")
+
+
+def _arch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    name = files.value if files and files.value else "PYTORCH_ROCM_ARCH"
+    return SetEnv(name, "${{ archs | join(';') }}")
+
+
+def _rocm_package(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    if failure is None or failure.value is None:
+        return None
+    if "/" in failure.value:
+        return Require("headers", (failure.value,)) if ROCM_HEADER.match(failure.value) else None
+    return Require("cmake-packages", (failure.value,)) if ROCM_PACKAGE.match(failure.value) else None
+
+
+def _memory(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    per_job = failure.value if failure and failure.value else "2GiB"
+    number = float(re.sub(r"[^\d.]", "", per_job) or 2)
+    return MemoryPerJob(f"{max(4, int(number * 2))}GiB")
+
+
+def _jit(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None:
+        return None
+    return Expect("jit", tuple(s for s in (files.value or "").split(",") if s))
+
+
+TRAPS: tuple[Trap, ...] = (
+    Trap("cxx20-for-torch", "C++17 asked for, against a torch that needs C++20",
+         "torch 2.12 and newer refuses less than C++20 (#error in ATen.h and torch/all.h)",
+         _cxx20, log=(r"C\+\+20 or later compatible compiler is required to use (?:PyTorch|ATen)",
+                      r"no type named 'strong_ordering' in namespace 'std'"),
+         files=old_standard, fixes="a replace edit"),
+    Trap("force-variable-unset", "a force variable left unset",
+         "without a visible GPU, setup.py builds its kernels only when a FORCE_* variable says so: "
+         "unset, it builds CPU-only or gives .cu headers to the host compiler",
+         _set_from_files, log=(r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)",),
+         findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         files=force_unset, fixes="an env value"),
+    Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
+         "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
+         "None on a ROCm torch",
+         _selector, log=(r"AttributeError: 'NoneType' object has no attribute '(?:split|startswith|replace)'",
+                         r"TypeError: .*'NoneType'"),
+         files=rocm_selector, fixes="an env value"),
+    Trap("build-module-missing", "a module setup.py imports is not in the build environment",
+         "build isolation is off (with it on, pip would bring PyPI's CUDA torch), so what setup.py imports must "
+         "be listed", _python_module, log=(r"ModuleNotFoundError: No module named '(?P<value>[\w.]+)'",),
+         draft=False, fixes="a build requirement"),
+    Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
+         "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
+         _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
+         files=cuda_flag, draft=False, fixes="a replace edit"),
+    Trap("gpu-arch-at-build", "the GPU targets taken from the build machine's GPU",
+         "'native' (or an empty --offload-arch) asks the build machine's GPU, which a builder may not have",
+         _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
+                     r"--offload-arch=(?:\s|$)"),
+         files=native_arch, fixes="an env value"),
+    Trap("downloads-at-build", "the build downloads instead of compiling",
+         "a builder may have no network, and a prebuilt download is not built for the archs asked",
+         _set_from_files, log=(r"urlopen error", r"Temporary failure in name resolution", r"Could not resolve host",
+                               r"Failed to establish a new connection", r"Network is unreachable"),
+         files=downloads, fixes="an env value"),
+    Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
+         "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
+         _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
+                             r"fatal error: '?(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? (?:file not found|No such file)"),
+         draft=False, fixes="a build requirement"),
+    Trap("compiler-killed", "a compiler killed by signal 9",
+         "most often out of memory: too many parallel compile jobs for the memory one job takes",
+         _memory, log=(r"Killed signal terminated program", r"unable to execute command: Killed",
+                       r"failed due to signal 9", r"^\[exit (?:-9|137)\]$"),
+         draft=False, fixes="memory-per-job"),
+    Trap("kernels-at-run-time", "kernels compiled at run time",
+         "cpp_extension.load() compiles on the user's machine: the wheel holds no device code, only the sources",
+         _jit, files=jit_kernels, fixes="an expectation"),
+    Trap("hip-runtime-binding", "a library that binds HIP's runtime without kernels of its own",
+         "it links libamdhip64 but compiles no HIP source: no device code is expected",
+         lambda files, _f: Expect("runtime") if files else None, files=runtime_binding, fixes="an expectation"),
+)
+BY_ID = {trap.id: trap for trap in TRAPS}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A trap seen in a failure (or in the build files alone), with its evidence and the fix it gives."""
+
+    trap: Trap
+    evidence: Evidence  # the failure's (log line, finding), or the build files' for a draft
+    files: Evidence | None  # the build files' evidence, when the tree was read
+    fix: Fix | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"trap": self.trap.id, "title": self.trap.title, "why": self.trap.why,
+                "evidence": {"where": self.evidence.where, "text": self.evidence.text},
+                "build_files": {"where": self.files.where, "text": self.files.text} if self.files else None,
+                "fix": {"kind": type(self.fix).__name__, "text": "\n".join(self.fix.yaml()),
+                        "says": self.fix.describe()} if self.fix else None}
+
+
+def in_build_files(files: BuildFiles) -> list[Hit]:
+    """What the drafter applies: each trap whose build-file detector fires and that gives a fix."""
+    hits = []
+    for trap in TRAPS:
+        found = trap.files(files) if trap.files and trap.draft else None
+        fix = trap.fix(found, None) if found else None
+        if found and fix:
+            hits.append(Hit(trap, found, found, fix))
+    return hits
+
+
+def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
+    """Each trap whose log detector matches one of `lines` ((log line, text), the errors first), once, at
+    its first match."""
+    hits = []
+    for trap in TRAPS:
+        found = next(((n, text, m) for n, text in lines for m in [trap.on_log(text)] if m), None)
+        if found is None:
+            continue
+        number, text, match = found
+        value = match.groupdict().get("value")
+        evidence = Evidence(f"log:{number}", text.strip(), value)
+        tree = trap.files(files) if trap.files and files else None
+        hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
+    return hits
+
+
+def in_findings(codes: list[tuple[str, str]], files: BuildFiles | None) -> list[Hit]:
+    """Traps a failed check's findings ((code, what it says)) point at: only where the build files show the
+    trap too (a CPU-only module is explained by a force variable the build files read, not assumed)."""
+    hits = []
+    for trap in TRAPS:
+        found = next(((c, said) for c, said in codes if c in trap.findings), None)
+        tree = trap.files(files) if found and trap.files and files else None
+        if found and tree:
+            hits.append(Hit(trap, Evidence(f"finding {found[0]}", found[1]), tree, trap.fix(tree, None)))
+    return hits
