@@ -1,0 +1,122 @@
+"""The failure report on logs of real failures (tests/data/failure-logs: real compilers, linkers, CMake and
+pip run here, trimmed and with this machine's paths taken out; their README says how each was made)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rocbuild.draft.logscan import scan
+from rocbuild.draft.report import Context, diagnose, write_report
+from rocbuild.errors import StepFailed
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "failure-logs"
+CONTEXT = Context(jobs=2, jobs_why="2 cores", memory_per_job="2.0GiB")
+
+# log -> (the kind of its first cause, a piece of that cause's line, the trap it names or None)
+FAMILIES = {
+    "cxx20-gcc.log": ("#error", "C++20 or later compatible compiler is required to use PyTorch", "cxx20-for-torch"),
+    "cxx20-hipcc.log": ("#error", "C++20 or later compatible compiler is required to use ATen", "cxx20-for-torch"),
+    "cuda-runtime-header.log": ("compiler", "fatal error: cuda_runtime.h", "force-variable-unset"),
+    "cuda-flag.log": ("compiler", "unsupported option '--expt-relaxed-constexpr'", "cuda-flag-for-hipcc"),
+    "undefined-reference.log": ("linker", "undefined reference to `missing_fn(int)'", None),
+    "rocm-header-missing.log": ("compiler", "'hipblas/hipblas.h' file not found", "rocm-package-missing"),
+    "cmake-package-missing.log": ("cmake", "CMake Error at CMakeLists.txt:3 (find_package)", "rocm-package-missing"),
+    "rocm-selector-metadata.log": ("python", "AttributeError: 'NoneType' object has no attribute 'split'",
+                                   "rocm-selector-unset"),
+    "module-missing-metadata.log": ("python", "No module named 'pybind11_nonexistent_helper'", "build-module-missing"),
+    "killed-clang.log": ("killed", "unable to execute command: Killed", "compiler-killed"),
+    "killed-gcc.log": ("killed", "Killed signal terminated program cc1plus", "compiler-killed"),
+    "error-then-warnings.log": ("compiler", "use of undeclared identifier 'undeclared_size'", None),
+}
+
+
+def rendered(name: str, context: Context = CONTEXT) -> list[str]:
+    """What the user reads, from the `error:` line on, as the engine raises it."""
+    log = LOGS / name
+    report = diagnose(log.read_text(), context)
+    return StepFailed("step 'wheel' failed with exit code 1 (recipe x.yaml:30)",
+                      hint="\n".join(report.lines(log))).render().splitlines()
+
+
+def test_every_fixture_log_is_a_family_here():
+    assert sorted(p.name for p in LOGS.glob("*.log")) == sorted(FAMILIES)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_the_cause_comes_first_and_within_fifteen_lines(name):
+    kind, cause, trap = FAMILIES[name]
+    errors = scan((LOGS / name).read_text())
+    assert errors[0].kind == kind and cause in errors[0].text
+    shown = rendered(name)
+    assert any(cause in line for line in shown[:15]), "\n".join(shown)
+    if trap:
+        assert any(line.strip().startswith(f"known trap {trap}:") for line in shown[:15]), "\n".join(shown)
+    else:
+        assert not any("known trap" in line for line in shown)
+
+
+def test_an_error_followed_by_hundreds_of_warnings_is_shown_first_and_the_tail_is_not():
+    text = (LOGS / "error-then-warnings.log").read_text()
+    assert text.count("warning:") >= 150  # the last 40 lines hold warnings only
+    assert "error:" not in "\n".join(text.splitlines()[-40:-2])
+    shown = rendered("error-then-warnings.log")
+    assert "use of undeclared identifier" in shown[2]
+    assert not any("warning:" in line for line in shown)
+
+
+def test_the_same_error_from_many_places_is_folded():
+    errors = scan((LOGS / "cxx20-hipcc.log").read_text())
+    ordering = [e for e in errors if "strong_ordering" in e.message]
+    assert len(ordering) == 1 and ordering[0].count == 3
+
+
+def test_a_traceback_gives_its_last_frame_and_exception_and_pip_comes_after():
+    errors = scan((LOGS / "rocm-selector-metadata.log").read_text())
+    first = errors[0]
+    assert first.kind == "python" and first.where == "<string>:10"
+    assert first.message == "AttributeError: 'NoneType' object has no attribute 'split'"
+    later = [e.text for e in errors[1:]]
+    assert "error: metadata-generation-failed" in later and all(not e.cause for e in errors[1:])
+
+
+def test_a_cmake_error_brings_its_block():
+    error = scan((LOGS / "cmake-package-missing.log").read_text())[0]
+    assert error.where == "CMakeLists.txt:3" and 'provided by "hipblas"' in error.message
+
+
+def test_a_killed_compiler_is_named_with_the_jobs_and_memory_in_force_and_what_to_set():
+    shown = "\n".join(rendered("killed-gcc.log", Context(jobs=6, jobs_why="6 cores", memory_per_job="2.5GiB")))
+    assert "killed by signal 9: most often out of memory" in shown
+    assert "6 parallel job(s) (6 cores), 2.5GiB per job" in shown
+    assert "memory-per-job: 5GiB" in shown
+
+
+def test_a_fix_needs_the_build_files_to_say_where(tmp_path):
+    """The C++ standard trap names its fix only where the tree shows the flag: with it, a replace edit."""
+    assert "fix: none that can be written" in "\n".join(rendered("cxx20-gcc.log"))
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\nflags = {'cxx': ['-O3', '-std=c++17']}\n")
+    shown = "\n".join(rendered("cxx20-gcc.log", Context(tree=tmp_path)))
+    assert "in the build files (setup.py:2)" in shown
+    assert 'find: "-std=c++17"' in shown and 'with: "-std=c++20"' in shown
+
+
+def test_a_log_with_no_recognised_error_shows_its_tail(tmp_path):
+    log = tmp_path / "01-wheel.log"
+    log.write_text("$ make\n" + "".join(f"step {n}\n" for n in range(100)) + "[exit 2]\n")
+    shown = "\n".join(diagnose(log.read_text(), CONTEXT).lines(log))
+    assert "last 40 lines of the log:" in shown and "step 99" in shown and "step 50" not in shown
+
+
+def test_the_report_is_written_as_json_beside_the_log(tmp_path):
+    log = tmp_path / "03-wheel.log"
+    log.write_text((LOGS / "module-missing-metadata.log").read_text())
+    path = write_report(log, diagnose(log.read_text(), CONTEXT))
+    assert path == tmp_path / "03-wheel.report.json"
+    data = json.loads(path.read_text())
+    assert data["traps"][0]["trap"] == "build-module-missing"
+    assert data["traps"][0]["fix"]["text"] == "requires:\n  python: [pybind11_nonexistent_helper]"
+    assert data["errors"][0]["kind"] == "python"
