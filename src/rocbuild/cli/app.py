@@ -39,7 +39,7 @@ FAMILIES = (build, verify, host, root, recipes, cache, wheelhouse, ci)
 # The commands each family registers: a command line that names one is parsed by its family's parsers
 # alone (all of them take ~15 ms to build; tests/unit/test_cli.py holds this to what the families register).
 COMMANDS: dict[str, ModuleType] = {
-    "build": build, "plan": build, "prepare": build, "lock": build, "verify": verify, "doctor": host,
+    "build": build, "plan": build, "prepare": build, "lock": build, "verify": verify, "diagnose": verify, "doctor": host,
     "detect": host, "root": root, "recipes": recipes, "cache": cache, "index": wheelhouse, "repair": wheelhouse,
     "ci": ci,
 }

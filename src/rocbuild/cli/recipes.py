@@ -64,6 +64,10 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--path", action="store_true", help="print where the shipped copy is instead")
     p.add_argument("--reference", action="store_true",
                    help="print the recipe reference's field lists (Markdown) instead, as docs/recipes.md holds them")
+    p = action(acts, COMMAND, "traps", cmd_traps, "the catalogue of known build traps: what shows each, and its fix")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--reference", action="store_true",
+                   help="print the catalogue as docs/recipes.md lists it (Markdown)")
     p = action(acts, COMMAND, "status", cmd_status, "each recipe's last real build per ROCm release and arch set")
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--results", metavar="FILE",
@@ -179,6 +183,19 @@ def _draft(name: str, requirement: str, archs: list[str]) -> str:
     for note in reading.notes + (draft_notes(reading.torch, archs, reading.requires) if reading.torch else []):
         say(f"note: {note}")
     return draft_recipe(name, requirement, sha256, reading, archs)
+
+
+def cmd_traps(args: argparse.Namespace, inv: Invocation) -> int:
+    from rocbuild.draft.traps import TRAPS, catalogue_json, reference_text
+
+    if args.json:
+        dump(catalogue_json())
+    elif args.reference:
+        sys.stdout.write(reference_text())
+    else:
+        for trap in TRAPS:
+            print(f"{trap.id:<22} {trap.title}\n{'':<22} why: {trap.why}\n{'':<22} fix: {trap.fixes}")
+    return 0
 
 
 def cmd_add(args: argparse.Namespace, inv: Invocation) -> int:

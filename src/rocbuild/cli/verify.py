@@ -26,6 +26,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="every bundle entry and code object, not one line per file")
     p.add_argument("--json", action="store_true", help="per-file findings as JSON")
     p.set_defaults(handler=cmd_verify)
+    p = sub.add_parser("diagnose", help="the failure report of a build log: its first errors, the known trap, the fix")
+    p.add_argument("log", metavar="LOG", help="a step's log (the work folder's logs/NN-STEP.log), or any build log")
+    p.add_argument("--tree", metavar="DIR", help="the source tree, for the trap detectors on its build files "
+                                                  "(where a fix would go)")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.set_defaults(handler=cmd_diagnose)
 
 
 def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
@@ -48,6 +54,27 @@ def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
     else:
         print(format_verdict(verdict, quiet_files=not args.all_files, verbose=args.verbose, here=here))
     return 0 if verdict.ok else 1
+
+
+def cmd_diagnose(args: argparse.Namespace, inv: Invocation) -> int:
+    """Exit 0 when the log shows no error, 1 when it does (the report names it), 2 for a log that cannot be read."""
+    from rocbuild.draft.report import Context, diagnose
+    from rocbuild.errors import UsageError
+
+    log = Path(args.log)
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {log}: {exc.strerror or exc}", hint="give the path of a build log") from None
+    tree = Path(args.tree) if args.tree else None
+    if tree is not None and not tree.is_dir():
+        raise UsageError(f"--tree {tree}: not a folder", hint="give the source tree the log was built from")
+    report = diagnose(text, Context(tree=tree))
+    if args.json:
+        dump(report.to_json())
+    else:
+        print("\n".join(report.lines(log)))
+    return 1 if any(e.cause for e in report.errors) else 0
 
 
 def _with_installs(data: dict[str, Any], verdict: Verdict, here: Interpreter | None) -> dict[str, Any]:

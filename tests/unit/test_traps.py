@@ -1,0 +1,162 @@
+"""The trap catalogue: its table, its detectors on build files the test writes, and its fixes written into
+recipes (which the recipe loader must then accept)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from rocbuild.draft.edit import apply_fix
+from rocbuild.draft.fixes import Expect, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.traps import REFERENCE_END, REFERENCE_START, TRAPS, BuildFiles, in_build_files, in_findings, reference_text
+from rocbuild.draft.tree import draft_recipe, read_tree
+from rocbuild.recipe.load import load_recipe_text
+from tests.unit.test_draft_tree import tree
+
+REPO = Path(__file__).resolve().parents[2]
+# The families of the first-contact survey, in one setup.py: a force variable read through a Python
+# variable, a ROCm selector whose absence crashes, and -std=c++17 against torch 2.12+.
+FAMILIES = """\
+import os
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension, CUDA_HOME
+
+force = os.getenv("FORCE_CUDA", "0") == "1"
+if os.getenv("ROCM_VERSION"):
+    tag = "rocm"
+else:
+    tag = "cu" + torch.version.cuda.split(".")[0]
+ext, sources = CppExtension, ["csrc/op.cpp"]
+if (torch.cuda.is_available() and CUDA_HOME is not None) or force:
+    ext, sources = CUDAExtension, sources + ["csrc/op_cuda.cu"]
+setup(name="fam", version="0.1", ext_modules=[ext("fam._C", sources,
+      extra_compile_args={"cxx": ["-O3", "-std=c++17"], "nvcc": ["-O3", "-std=c++17"]})],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+
+def test_each_trap_has_a_stable_id_a_why_and_a_way_to_be_seen():
+    ids = [t.id for t in TRAPS]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", i) for i in ids)
+    for trap in TRAPS:
+        assert trap.why and trap.title and trap.fixes
+        assert trap.log or trap.findings or trap.files, trap.id
+        for pattern in trap.log:
+            re.compile(pattern)
+
+
+def test_the_recipe_reference_lists_the_generated_catalogue():
+    text = (REPO / "docs" / "recipes.md").read_text()
+    shown = text[text.index(REFERENCE_START):text.index(REFERENCE_END) + len(REFERENCE_END)] + "\n"
+    assert shown == reference_text(), "regenerate it: rocbuild recipes traps --reference"
+
+
+def test_the_build_files_show_the_three_families(tmp_path):
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": FAMILIES})))}
+    assert set(hits) == {"cxx20-for-torch", "force-variable-unset", "rocm-selector-unset"}
+    assert hits["force-variable-unset"].fix == SetEnv("FORCE_CUDA", "1")  # read through `force`
+    assert hits["force-variable-unset"].evidence.where == "setup.py:6"
+    assert hits["rocm-selector-unset"].fix == SetEnv("ROCM_VERSION", "${{ rocm.version }}")
+    assert hits["cxx20-for-torch"].fix == ReplaceText("setup.py", "-std=c++17", "-std=c++20",
+                                                      when="${{ torch.version >= '2.12' }}")
+
+
+def test_a_draft_carries_each_fix_with_the_trap_id_and_still_lints(tmp_path):
+    t = tree(tmp_path / "src", {"setup.py": FAMILIES, "csrc/op.cpp": "", "csrc/op_cuda.cu": ""})
+    text = draft_recipe("fam", "fam==0.1", "0" * 64, read_tree(t), ["gfx1100"])
+    recipe = yaml.safe_load(text)
+    assert recipe["steps"][0]["env"]["FORCE_CUDA"] == "1"
+    assert recipe["steps"][0]["env"]["ROCM_VERSION"] == "${{ rocm.version }}"
+    assert recipe["patches"] == [{"replace": {"file": "setup.py", "find": "-std=c++17", "with": "-std=c++20"},
+                                  "when": "${{ torch.version >= '2.12' }}"}]
+    assert "# trap cxx20-for-torch (setup.py:15): " in text and "# trap rocm-selector-unset (setup.py:7)" in text
+    load_recipe_text(text, tmp_path / "fam.yaml")
+
+
+def test_a_package_without_the_traps_gets_none(tmp_path):
+    t = tree(tmp_path, {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                                    "import os\nif os.getenv('USE_NINJA'):\n    pass\n"})
+    assert in_build_files(BuildFiles.read(t)) == []
+
+
+def test_kernels_compiled_at_run_time_are_an_expectation_from_the_build_files(tmp_path):
+    t = tree(tmp_path / "src", {
+        "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension\nsetup(name='j')\n",
+        "j/__init__.py": "",
+        "j/ops.py": "import os\nfrom torch.utils.cpp_extension import load\n"
+                    "mod = load(name='j_ops', sources=[os.path.join(os.path.dirname(__file__), 'csrc', 'ops.cu')])\n"})
+    hits = in_build_files(BuildFiles.read(t))
+    assert [(h.trap.id, h.fix) for h in hits] == [("kernels-at-run-time", Expect("jit", ("ops.cu",)))]
+    text = draft_recipe("j", "j==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    assert {"code-objects": False} in yaml.safe_load(text)["verify"]
+    assert {"wheel-contains": "*/ops.cu"} in yaml.safe_load(text)["verify"]
+    load_recipe_text(text, tmp_path / "j.yaml")
+
+
+def test_a_library_binding_the_hip_runtime_without_kernels_expects_no_device_code(tmp_path):
+    t = tree(tmp_path, {"CMakeLists.txt": "project(b CXX)\nfind_package(hip REQUIRED)\nadd_library(b SHARED b.cpp)\n"
+                                          "target_link_libraries(b PRIVATE hip::host)\n"})
+    assert [(h.trap.id, h.fix) for h in in_build_files(BuildFiles.read(t))] == [("hip-runtime-binding", Expect("runtime"))]
+    t2 = tree(tmp_path / "k", {"CMakeLists.txt": "project(k CXX HIP)\nadd_library(k SHARED k.hip)\n"
+                                                 "target_link_libraries(k PRIVATE hip::host)\n"})
+    assert in_build_files(BuildFiles.read(t2)) == []
+
+
+def test_a_cpu_only_finding_names_the_force_variable_only_where_the_build_files_read_one(tmp_path):
+    codes = [("cpu_only", "x.whl: fam/_C.so has no HIP device code")]
+    with_force = BuildFiles.read(tree(tmp_path / "a", {"setup.py": FAMILIES}))
+    hits = in_findings(codes, with_force)
+    assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA", "1"))]
+    assert hits[0].evidence.where == "finding cpu_only"
+    plain = BuildFiles.read(tree(tmp_path / "b", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"}))
+    assert in_findings(codes, plain) == []
+
+
+STARTER = """\
+schema: 1
+name: x
+version: "1.0"
+source:
+  sdist: x==1.0
+requires:
+  tools: [hipcc]
+  python: [setuptools]
+
+steps:
+  # the wheel
+  - wheel: {}
+    env:
+      MAX_JOBS: "4"
+
+verify:
+  - import: x
+"""
+
+
+def test_fixes_go_where_they_belong_and_a_second_time_change_nothing(tmp_path):
+    text = STARTER
+    for fix in (SetEnv("FORCE_CUDA", "1"), ReplaceText("setup.py", "-std=c++17", "-std=c++20"),
+                Require("python", ("pybind11",)), Require("cmake-packages", ("hipblas",)), MemoryPerJob("4GiB")):
+        once = apply_fix(text, fix, "trap t (log:3): evidence")
+        assert apply_fix(once, fix, "trap t (log:3): evidence") == once, fix
+        text = once
+    recipe = yaml.safe_load(text)
+    assert recipe["steps"][0]["env"] == {"MAX_JOBS": "4", "FORCE_CUDA": "1"}
+    assert recipe["patches"][0]["replace"]["find"] == "-std=c++17"
+    assert recipe["requires"]["python"] == ["setuptools", "pybind11"]
+    assert recipe["requires"]["cmake-packages"] == ["hipblas"] and recipe["requires"]["memory-per-job"] == "4GiB"
+    assert text.count("# trap t (log:3): evidence") == 5 and "  # the wheel" in text
+    loaded = load_recipe_text(text, tmp_path / "x.yaml")
+    assert loaded.requires.memory_per_job == 4 * 1024 ** 3
+
+
+def test_a_changed_value_is_replaced_and_a_recipe_without_a_wheel_step_gets_top_level_env(tmp_path):
+    text = apply_fix(STARTER, SetEnv("MAX_JOBS", "2"), "why")
+    assert yaml.safe_load(text)["steps"][0]["env"] == {"MAX_JOBS": "2"}
+    cmake = "schema: 1\nname: c\nversion: '1'\nsource:\n  path: .\nsteps:\n  - cmake: {}\n"
+    text = apply_fix(cmake, SetEnv("HIP_PLATFORM", "amd"), "why")
+    assert yaml.safe_load(text)["env"] == {"HIP_PLATFORM": "amd"}
+    load_recipe_text(text, tmp_path / "c.yaml")
