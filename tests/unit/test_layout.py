@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rocbuild"
 # lower rank, and from the top-level helpers (rank 0), never from a folder above it.
 # draft/ (the drafter, the trap catalogue and the failure report) reads recipes and is read by verify and the
 # engine, which report a failure through it: it sits between recipe and plan, and imports neither verify nor engine.
-STAGES = {"cli": 11, "ci": 10, "engine": 9, "wheelhouse": 8, "doctor": 8, "verify": 7, "plan": 6, "draft": 5,
+# attempt/ (--try) sits above the engine: it plans, builds and reads the failure report, and only cli calls it.
+STAGES = {"cli": 11, "attempt": 10, "ci": 10, "engine": 9, "wheelhouse": 8, "doctor": 8, "verify": 7, "plan": 6, "draft": 5,
           "recipe": 4, "source": 3, "torchkit": 3, "detect": 2, "roots": 1, "process": 1}
 # The only modules outside cli/ that may read os.environ: XDG folders, and a child's environment.
 ENVIRONMENT_READERS = {"paths.py", "process/runner.py"}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import rocbuild.engine.noop as noop
 from rocbuild.cli.common import ROOT_HELP, Invocation, Subparsers, dump
+from rocbuild.cli.trying import add_try_options
 from rocbuild.plan.request import BuildRequest
 
 if TYPE_CHECKING:  # the planner and what it loads are imported when a command runs, not for --help
@@ -26,7 +27,8 @@ def register(sub: Subparsers) -> None:
                    help="build even when the build cache holds a wheel for these inputs (and do not store one)")
     p.add_argument("--locked", action="store_true",
                    help="refuse to build unless recipe, patches, options and source commit match RECIPE.lock")
-    p.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+    p.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON; with --try: each try")
+    add_try_options(p)
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("plan", help="print every step after rendering; runs nothing")
@@ -161,15 +163,19 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
     the compile work they share is shared through ccache (the same sources, flags and compiler)."""
     if args.dry_run:
         return cmd_plan(args, inv)
+    if args.try_:
+        from rocbuild.cli.trying import cmd_try
+
+        return cmd_try(args, inv)
     each = per_python(args, inv)
     for one in each:
-        _build_one(one, inv, stamp=len(each) == 1)
+        build_one(one, inv, stamp=len(each) == 1)
     if len(each) > 1:
         print(f"built for {len(each)} pythons: {', '.join(str(one.python) for one in each)}", file=sys.stderr)
     return 0
 
 
-def _build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> None:
+def build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> tuple[Plan, BuildResult]:
     """Against a build-only torch (`rocbuild root torch`), with the kit's lock held shared throughout:
     planning reads the kit, the compile reads its headers, and a remake meanwhile would break both."""
     from rocbuild.progress import Progress
@@ -179,10 +185,11 @@ def _build_one(args: argparse.Namespace, inv: Invocation, *, stamp: bool) -> Non
     waiting = (f"waiting: `rocbuild root torch` is making the build-only torch of {args.python}; "
                "this build starts once it is made")
     with holding(kit, exclusive=False, waiting=waiting, say=Progress().say) as kit_fd:
-        _build_planned(args, inv, kit_fd, stamp=stamp)
+        return _build_planned(args, inv, kit_fd, stamp=stamp)
 
 
-def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None, *, stamp: bool) -> None:
+def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None, *,
+                   stamp: bool) -> tuple[Plan, BuildResult]:
     from rocbuild.engine.cache import BuildCache
     from rocbuild.engine.engine import Engine
     from rocbuild.paths import cache_root
@@ -190,6 +197,10 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
     from rocbuild.progress import Progress
 
     plan = make_build_plan(args, inv)
+    if getattr(args, "print_plans", False):
+        import rocbuild.cli.show as show
+
+        show.plan_text(plan, lambda line: print(line, file=sys.stderr))
     runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
     if kit_fd is not None:
         runner.keep_open(kit_fd)  # a compile that outlives a killed rocbuild still holds the kit
@@ -202,10 +213,13 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
     result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
     stdout, stderr = _outcome(args, plan, result)
     stderr += _installs(result.wheels, None if inv.root else inv.environ.get("PATH", ""))
+    if getattr(args, "try_", False):  # the wheels are said once, when the tries end
+        stdout = ""
     sys.stdout.write(stdout)
     sys.stderr.write(stderr)
     if stamp and result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
         _stamp(inv, plan, result.wheels, stdout)
+    return plan, result
 
 
 def _per_job(plan: Plan) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocbuild.cli.common import Invocation, Subparsers, action, actions, dump
+from rocbuild.cli.trying import add_try_options
 from rocbuild.errors import RecipeError, UsageError
 
 if TYPE_CHECKING:  # the recipe loader is imported when a command runs, not for --help
@@ -41,6 +42,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--arch", metavar="LIST",
                    help="with --sdist: the targets the draft is for, checked against the arch allow-lists found "
                         "(comma-separated, e.g. gfx1100,gfx942)")
+    add_try_options(p)
+    p.add_argument("--root", metavar="NAME|DIR", help="with --try: build in this build root")
+    p.add_argument("--python", metavar="PY", help="with --try: the target python (default: as build chooses it)")
+    p.add_argument("--out", metavar="DIR", help="with --try: the wheelhouse (default: ./wheelhouse)")
+    p.add_argument("--work", metavar="DIR", help="with --try: the work folder (default: under the XDG cache)")
+    p.add_argument("--json", action="store_true", help="with --try: each try as JSON")
     p = action(acts, COMMAND, "add", cmd_add, "add a recipe source: a git repository or a folder")
     p.add_argument("location", metavar="URL|PATH")
     p.add_argument("--ref", help="the branch, tag or commit of the recipe repository (default: its HEAD)")
@@ -143,11 +150,13 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
                          hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
     if args.arch is not None and not args.sdist:
         raise UsageError("--arch is for drafts: give it with --sdist NAME==VERSION")
+    if args.try_ and not args.sdist:
+        raise UsageError("--try builds a draft: give it with --sdist NAME==VERSION")
     archs = parse_arch_list(args.arch) if args.arch is not None else []
     out = Path(args.output or f"{name}.yaml")
     if out.exists():  # never overwrite someone's recipe (checked again when writing)
         raise UsageError(f"{out} already exists", hint="give another -o FILE, or remove it first")
-    text = _draft(name, args.sdist, archs) if args.sdist else starter_recipe(name)
+    text = draft_text(name, args.sdist, archs) if args.sdist else starter_recipe(name)
     try:
         with open(out, "x", encoding="utf-8") as fh:
             fh.write(text)
@@ -156,12 +165,16 @@ def cmd_new(args: argparse.Namespace, inv: Invocation) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     print(out)
+    if args.try_:
+        from rocbuild.cli.trying import try_new
+
+        return try_new(args, inv, out)
     print(f"next: edit it, then `rocbuild recipes lint {out}` and `rocbuild plan {out} --arch {(archs or ['gfx90a'])[0]}`"
           f"; for your editor, `rocbuild recipes schema -o {out.parent / SCHEMA_BESIDE}`", file=sys.stderr)
     return 0
 
 
-def _draft(name: str, requirement: str, archs: list[str]) -> str:
+def draft_text(name: str, requirement: str, archs: list[str]) -> str:
     """Fetch the sdist (from the index, building nothing), unpack it aside and read its build files."""
     import tempfile
 

@@ -289,8 +289,11 @@ def shares_of(args: argparse.Namespace) -> list[Share]:
     from rocbuild.paths import cache_root, config_root
 
     shares = [enter.Share(cache_root().resolve(), True, "the cache folder")]
+    trying = bool(getattr(args, "try_", False))  # --try edits the recipe, and keeps a verified draft in config
+    if trying:
+        config_root().mkdir(parents=True, exist_ok=True)
     if config_root().is_dir():
-        shares.append(enter.Share(config_root().resolve(), False, "the config folder"))
+        shares.append(enter.Share(config_root().resolve(), trying, "the config folder"))
 
     def add(value: str | None, writable: bool, flag: str, *, parent: bool = False) -> None:
         if not value:
@@ -309,7 +312,7 @@ def shares_of(args: argparse.Namespace) -> list[Share]:
         add(folder, False, "--recipes")
     recipe = getattr(args, "recipe", None)
     if recipe and os.path.isfile(recipe):
-        add(recipe, False, "recipe", parent=True)
+        add(recipe, trying, "recipe", parent=True)
     return shares
 
 

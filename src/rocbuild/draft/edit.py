@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv, quote
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
 ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
@@ -23,7 +23,7 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
         case SetEnv():
             lines = _set_env(lines, fix, note)
         case ReplaceText():
-            lines = _append_entry(lines, "patches", _replace_entry(fix), note, present=_has_replace(lines, fix))
+            lines = _append_entry(lines, "patches", fix.entry(), note, present=_has_replace(lines, fix))
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():
@@ -56,7 +56,8 @@ def _ensure_block(lines: list[str], key: str) -> list[str]:
         return lines
     before = [k for k in ORDER[:ORDER.index(key)] if k in blocks]
     at = blocks[before[-1]][1] if before else len(lines)
-    return [*lines[:at], "", f"{key}:", *lines[at:]]
+    after = [""] if at < len(lines) and lines[at].strip() else []  # a blank line before the next block too
+    return [*lines[:at], "", f"{key}:", *after, *lines[at:]]
 
 
 def _append_entry(lines: list[str], key: str, entry: list[str], note: str, *, present: bool) -> list[str]:
@@ -67,40 +68,34 @@ def _append_entry(lines: list[str], key: str, entry: list[str], note: str, *, pr
     return [*lines[:end], f"  # {note}", *entry, *lines[end:]]
 
 
-def _replace_entry(fix: ReplaceText) -> list[str]:
-    entry = ["  - replace:", f"      file: {fix.file}", f"      find: {json.dumps(fix.find)}",
-             f"      with: {json.dumps(fix.with_)}"]
-    return entry + ([f"    when: {json.dumps(fix.when)}"] if fix.when else [])
-
-
 def _has_replace(lines: list[str], fix: ReplaceText) -> bool:
     text = "\n".join(lines)
-    return any(f"find: {q}" in text for q in (json.dumps(fix.find), repr(fix.find), fix.find))
+    return any(f"find: {q}" in text for q in (quote(fix.find), json.dumps(fix.find), fix.find))
 
 
 def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
     """Into the wheel step's env (a torch extension's settings live there); else the recipe's env."""
     step = _wheel_step(lines)
     if step is None:
-        return _set_in_block(lines, "env", fix.name, json.dumps(fix.value), note)
+        return _set_in_block(lines, "env", fix.name, quote(fix.value), note)
     dash, indent, end = step
     env = next((i for i in range(dash, end) if re.match(rf"^{' ' * indent}env:\s*(?:\{{\}})?\s*$", lines[i])), None)
     if env is None:
         return [*lines[:end], f"{' ' * indent}env:", f"{' ' * (indent + 2)}# {note}",
-                f"{' ' * (indent + 2)}{fix.name}: {json.dumps(fix.value)}", *lines[end:]]
+                f"{' ' * (indent + 2)}{fix.name}: {quote(fix.value)}", *lines[end:]]
     lines = [*lines[:env], f"{' ' * indent}env:", *lines[env + 1:]]
     child = indent + 2
     stop = next((i for i in range(env + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
                  and len(lines[i]) - len(lines[i].lstrip()) < child), end)
     for i in range(env + 1, stop):
         if re.match(rf"^\s*{re.escape(fix.name)}:", lines[i]):
-            if lines[i].split(":", 1)[1].strip() == json.dumps(fix.value):
+            if lines[i].split(":", 1)[1].split(" #")[0].strip() in (quote(fix.value), json.dumps(fix.value)):
                 return lines
-            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {json.dumps(fix.value)}",
+            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {quote(fix.value)}",
                     *lines[i + 1:]]
     last = max([i + 1 for i in range(env + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
                or [env + 1])
-    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {json.dumps(fix.value)}", *lines[last:]]
+    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {quote(fix.value)}", *lines[last:]]
 
 
 def _wheel_step(lines: list[str]) -> tuple[int, int, int] | None:
@@ -146,5 +141,5 @@ def _require(lines: list[str], key: str, names: tuple[str, ...], note: str) -> l
 
 
 def _expect(lines: list[str], fix: Expect, note: str) -> list[str]:
-    entries = ["  - code-objects: false"] + [f"  - wheel-contains: {json.dumps('*/' + s)}" for s in fix.detail[:8]]
+    entries = ["  - code-objects: false"] + [f"  - wheel-contains: {quote('*/' + s)}" for s in fix.detail[:8]]
     return _append_entry(lines, "verify", entries, note, present=any("code-objects: false" in line for line in lines))

@@ -16,7 +16,7 @@ class SetEnv:
     value: str
 
     def yaml(self) -> list[str]:
-        return ["steps:", "  - wheel: {}", "    env:", f"      {self.name}: {_quote(self.value)}"]
+        return ["steps:", "  - wheel: {}", "    env:", f"      {self.name}: {quote(self.value)}"]
 
     def describe(self) -> str:
         return f"set {self.name}={self.value} for the wheel step"
@@ -30,14 +30,20 @@ class ReplaceText:
     find: str
     with_: str
     when: str | None = None
+    regex: bool = False
+    says: str = ""  # what it does, in words, when `find` is a regex
 
     def yaml(self) -> list[str]:
-        lines = ["patches:", "  - replace:", f"      file: {self.file}", f"      find: {_quote(self.find)}",
-                 f"      with: {_quote(self.with_)}"]
-        return lines + ([f"    when: {_quote(self.when)}"] if self.when else [])
+        return ["patches:", *self.entry()]
+
+    def entry(self) -> list[str]:
+        lines = ["  - replace:", f"      file: {self.file}", f"      find: {quote(self.find)}",
+                 f"      with: {quote(self.with_)}"]
+        lines += ["      regex: true"] if self.regex else []
+        return lines + ([f"    when: {quote(self.when)}"] if self.when else [])
 
     def describe(self) -> str:
-        return f"replace {self.find!r} with {self.with_!r} in {self.file}"
+        return self.says or f"replace {self.find!r} with {self.with_!r} in {self.file}"
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ class Expect:
     def yaml(self) -> list[str]:
         # `code-objects: false`: no device code of its own; the built-in check still refuses CUDA libraries.
         lines = ["verify:", "  - code-objects: false"]
-        return lines + [f"  - wheel-contains: {_quote('*/' + source)}" for source in self.detail[:8]]
+        return lines + [f"  - wheel-contains: {quote('*/' + source)}" for source in self.detail[:8]]
 
     def describe(self) -> str:
         return {"jit": "expect no device code in the wheel (kernels compiled at run time), and their sources shipped",
@@ -90,6 +96,9 @@ class Expect:
 Fix = SetEnv | ReplaceText | Require | MemoryPerJob | Expect
 
 
-def _quote(text: str) -> str:
-    """A YAML scalar that reads back as `text`: JSON's double-quoted strings are YAML too."""
-    return json.dumps(text)
+def quote(text: str) -> str:
+    """A YAML scalar that reads back as `text`: single-quoted (backslashes stay as they are, a quote is
+    doubled), or JSON's double-quoted string for text with control characters."""
+    if any(ord(c) < 32 for c in text):
+        return json.dumps(text)
+    return "'" + text.replace("'", "''") + "'"

@@ -193,7 +193,10 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
         return None
     if failure is not None and failure.value and failure.value != files.value:
         return None  # the flag clang refused is not the one the build files hold
-    return ReplaceText(files.file, f'"{files.value}",', "")
+    flag = re.escape(files.value).replace("\\-", "-")  # a dash needs no escape outside [...]
+    # The quoted flag with the comma before it (or, first in its list, the one after): the list stays a list.
+    return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']|["']{flag}["']\s*,?\s*)""", "", regex=True,
+                       says=f"drop {files.value} from {files.file}")
 
 
 def _arch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rocbuild.errors import UsageError
+from rocbuild.paths import config_root
 from rocbuild.recipe.files import RECIPE_SUFFIXES, data_dir
 from rocbuild.recipe.load import load_recipe
 from rocbuild.recipe.model import Recipe
@@ -50,6 +51,7 @@ def search_dirs(extra: RecipeDirs = NO_DIRS) -> list[tuple[Path, str]]:
     dirs: list[tuple[Path, str]] = [(Path(d), "--recipes") for d in extra.flags]
     dirs += [(Path(d), "ROCBUILD_RECIPES") for d in extra.environ]
     dirs.append((data_dir("recipes"), "built-in"))
+    dirs.append((config_root() / "recipes", "drafted"))  # drafts `build NAME==VERSION --try` verified
     dirs += [(s.recipe_dir, f"source {s.name}") for s in load_sources()]
     return dirs
 

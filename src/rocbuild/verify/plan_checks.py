@@ -108,8 +108,8 @@ class Checker:
         with open(self.log, "a") as fh:
             fh.write(format_verdict(result, quiet_files=False) + "\n")
         if not result.ok:
-            codes = [(str(x.code), f"{where}: {x.message}") for i in result.inputs for where, x in i.all_findings()
-                     if x.problem]
+            codes = [(str(x.code), f"{Path(where).name}: {x.message}") for i in result.inputs
+                     for where, x in i.all_findings() if x.problem]
             hits = diagnose_findings(codes, report_context(self.plan))
             raise StepFailed(f"{label}: {result.problems[0]}",
                              hint="\n".join(["- " + p for p in result.problems] + trap_lines(hits))

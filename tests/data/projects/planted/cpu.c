@@ -1,0 +1,1 @@
+int planted_cpu(void) { return 0; }

@@ -1,0 +1,1 @@
+"""The package of the planted-traps fixture."""
