@@ -101,7 +101,7 @@ def test_a_fix_needs_the_build_files_to_say_where(tmp_path):
         "from torch.utils.cpp_extension import CUDAExtension\nflags = {'cxx': ['-O3', '-std=c++17']}\n")
     shown = "\n".join(rendered("cxx20-gcc.log", Context(tree=tmp_path)))
     assert "in the build files (setup.py:2)" in shown
-    assert 'find: "-std=c++17"' in shown and 'with: "-std=c++20"' in shown
+    assert "find: '-std=c++17'" in shown and "with: '-std=c++20'" in shown
 
 
 def test_a_log_with_no_recognised_error_shows_its_tail(tmp_path):
