@@ -167,9 +167,16 @@ def cmd_build(args: argparse.Namespace, inv: Invocation) -> int:
         from rocbuild.cli.trying import cmd_try
 
         return cmd_try(args, inv)
+    from rocbuild.recipe.catalog import UnknownRecipe
+
     each = per_python(args, inv)
-    for one in each:
-        build_one(one, inv, stamp=len(each) == 1)
+    try:
+        for one in each:
+            build_one(one, inv, stamp=len(each) == 1)
+    except UnknownRecipe as exc:
+        from rocbuild.cli.trying import how_to_draft
+
+        raise UnknownRecipe(exc.message, hint=f"{exc.hint}\n{how_to_draft(exc.name, args.arch)}", name=exc.name) from None
     if len(each) > 1:
         print(f"built for {len(each)} pythons: {', '.join(str(one.python) for one in each)}", file=sys.stderr)
     return 0

@@ -52,6 +52,29 @@ def cmd_try(args: argparse.Namespace, inv: Invocation) -> int:
     return outcome.exit_code
 
 
+def how_to_draft(name: str, arch: str | None) -> str:
+    """For a name no recipe has: what the index says of the package, and the exact command that drafts and
+    builds it. Nothing is downloaded on a guess (a typo could name someone else's package)."""
+    import sys as _sys
+
+    from rocbuild.source.index import index_settings, project_summary
+    from rocbuild.source.spec import sdist_problem
+
+    project, _, version = name.partition("==")
+    if sdist_problem(f"{project}==1") is not None:
+        return "it is no package name either"
+    found = project_summary(project, index_settings(_sys.executable, lambda _: None))
+    if found is None:
+        return f"the package index knows no project {project!r} either"
+    newest, summary = found
+    spec = f"{project}=={version or newest}"
+    targets = f" --arch {arch}" if arch else ""
+    return (f"on the package index: {project} {newest}" + (f": {summary}" if summary else "") + "\n"
+            f"to draft a recipe from that sdist and build it, fixing the known traps: "
+            f"rocbuild build {spec} --try{targets}\n"
+            f"(or write the draft only: rocbuild recipes new {project} --sdist {spec}{targets})")
+
+
 def _one_try(args: argparse.Namespace, inv: Invocation, path: Path) -> tuple[Plan, BuildResult]:
     from rocbuild.cli.build import build_one
 

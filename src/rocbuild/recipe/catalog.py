@@ -99,12 +99,20 @@ def resolve(name_or_path: str, extra: RecipeDirs = NO_DIRS) -> Found:
     close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
     hint = f"did you mean: {', '.join(close)}?" if close else None
     listing = ", ".join(known) or "(none)"
-    raise UsageError(
+    raise UnknownRecipe(
         f"no recipe named {name_or_path!r}",
         hint=(hint + "\n" if hint else "") + f"known recipes: {listing}\n"
         "a path to a .yaml file works too; add folders with --recipes DIR, ROCBUILD_RECIPES or "
-        "`rocbuild recipes add URL|PATH`",
+        "`rocbuild recipes add URL|PATH`", name=name_or_path,
     )
+
+
+class UnknownRecipe(UsageError):
+    """No recipe of that name anywhere rocbuild looks: `build` then says how to draft one from the sdist."""
+
+    def __init__(self, message: str, *, hint: str, name: str):
+        super().__init__(message, hint=hint)
+        self.name = name
 
 
 def _from_source(source_name: str, name: str) -> Found:

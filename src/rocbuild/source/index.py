@@ -113,6 +113,43 @@ def project_files(project: str, settings: IndexSettings, log: Log) -> tuple[str,
                      + "\nthe package index is pip's: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, pip.conf")
 
 
+def project_summary(project: str, settings: IndexSettings) -> tuple[str, str | None] | None:
+    """(the newest release with an sdist, its one-line Summary) from the index, building nothing: the
+    Summary comes from the metadata file the index serves beside the sdist (PEP 658), when it serves one.
+    None when no index knows the project."""
+    try:
+        _, files = project_files(project, settings, lambda _: None)
+    except StepFailed:
+        return None
+    sdists = sorted((f for f in files if f.sdist_version is not None and not f.yanked),
+                    key=lambda f: f.sdist_version or Version("0"))
+    if not sdists:
+        return None
+    newest = sdists[-1]
+    for url in (newest.url + ".metadata", f"https://pypi.org/pypi/{canonicalize_name(project)}/json"):
+        if "pypi.org/pypi/" in url and PYPI not in settings.urls:
+            continue  # PyPI's own JSON API, asked only where PyPI is the index
+        try:
+            body, _, _ = _get(url, settings.cert, accept="*/*")
+        except (urllib.error.URLError, OSError):
+            continue
+        text = body.decode("utf-8", errors="replace")
+        summary = re.search(r"^Summary: (.*)$", text, re.MULTILINE) if url.endswith(".metadata") else None
+        said = summary.group(1) if summary else _json_summary(text)
+        if said:
+            return str(newest.sdist_version), said.strip()
+    return str(newest.sdist_version), None
+
+
+def _json_summary(text: str) -> str | None:
+    try:
+        info = json.loads(text).get("info") or {}
+    except (ValueError, AttributeError):
+        return None
+    summary = info.get("summary") if isinstance(info, dict) else None
+    return summary if isinstance(summary, str) and summary else None
+
+
 def download(file: IndexFile, dest: Path, settings: IndexSettings) -> str:
     """Download `file` to `dest` (written under a temporary name, renamed when whole) and check the
     sha256 the index gave; returns the sha256."""
