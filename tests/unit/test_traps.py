@@ -160,3 +160,15 @@ def test_a_changed_value_is_replaced_and_a_recipe_without_a_wheel_step_gets_top_
     text = apply_fix(cmake, SetEnv("HIP_PLATFORM", "amd"), "why")
     assert yaml.safe_load(text)["env"] == {"HIP_PLATFORM": "amd"}
     load_recipe_text(text, tmp_path / "c.yaml")
+
+
+def test_a_cmakelists_setup_py_never_runs_is_not_where_the_standard_is_fixed(tmp_path):
+    """torch-cluster 1.6.3 ships a CMakeLists.txt (CMAKE_CXX_STANDARD 14) for its C++ API, which its setup.py
+    never runs: editing it fixes nothing."""
+    setup = "from torch.utils.cpp_extension import CUDAExtension\nsetup(ext_modules=[CUDAExtension('a', ['a.cu'])])\n"
+    t = tree(tmp_path / "a", {"setup.py": setup, "CMakeLists.txt": "set(CMAKE_CXX_STANDARD 14)\n"})
+    assert [h.trap.id for h in in_build_files(BuildFiles.read(t))] == []
+    runs = setup + "subprocess.check_call(['cmake', '-S', '.'])\n"
+    t = tree(tmp_path / "b", {"setup.py": runs, "CMakeLists.txt": "set(CMAKE_CXX_STANDARD 14)\n"})
+    assert [(h.trap.id, h.evidence.where) for h in in_build_files(BuildFiles.read(t))] == [
+        ("cxx20-for-torch", "CMakeLists.txt:1")]

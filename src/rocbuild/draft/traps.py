@@ -78,6 +78,8 @@ def old_standard(files: BuildFiles) -> Evidence | None:
     if files.torch is None:
         return None
     for name, number, text in files.lines():
+        if name == "CMakeLists.txt" and not files.torch.cmake:
+            continue  # a CMakeLists.txt setup.py never runs (a C++ API build beside the extension)
         match = STD.search(text)
         if match and not text.lstrip().startswith("#"):
             token = match.group("token") or match.group(0)
