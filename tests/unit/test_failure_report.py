@@ -30,6 +30,7 @@ FAMILIES = {
     "killed-clang.log": ("killed", "unable to execute command: Killed", "compiler-killed"),
     "killed-gcc.log": ("killed", "Killed signal terminated program cc1plus", "compiler-killed"),
     "error-then-warnings.log": ("compiler", "use of undeclared identifier 'undeclared_size'", None),
+    "rocm-home-usr.log": ("compiler", "fatal error: 'math.h' file not found", "rocm-home-usr"),
 }
 
 

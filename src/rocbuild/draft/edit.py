@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv, quote
+from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
 ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
@@ -30,6 +30,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
             lines = _set_in_block(lines, "requires", "memory-per-job", fix.value, note)
         case Expect():
             lines = _expect(lines, fix, note)
+        case RocmTorch():
+            lines = _set_in_block(lines, "requires", "torch", "rocm", note)
     return "\n".join(lines) + "\n"
 
 

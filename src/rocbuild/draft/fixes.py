@@ -93,7 +93,19 @@ class Expect:
                 "runtime": "expect the HIP runtime bound, and no kernels of its own"}[self.kind]
 
 
-Fix = SetEnv | ReplaceText | Require | MemoryPerJob | Expect
+@dataclass(frozen=True)
+class RocmTorch:
+    """The build must run against the target python's ROCm torch, with build isolation off (a torch recipe's
+    wheel step always turns it off)."""
+
+    def yaml(self) -> list[str]:
+        return ["requires:", "  torch: rocm"]
+
+    def describe(self) -> str:
+        return "require a ROCm torch in the target python (build isolation off)"
+
+
+Fix = SetEnv | ReplaceText | Require | MemoryPerJob | Expect | RocmTorch
 
 
 def quote(text: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -136,6 +136,11 @@ def downloads(files: BuildFiles) -> Evidence | None:
     note = next(n for n in torch.notes if n.startswith("downloads at"))
     on = (force.value or torch.on_values.get(force.name) or "1") if force else ""
     return Evidence(note.split(" ")[2].rstrip(",("), note, f"{force.name}={on}" if force else None)
+
+
+def torch_extension(files: BuildFiles) -> Evidence | None:
+    """A PyTorch extension (torch.utils.cpp_extension in setup.py or op_builder/)."""
+    return Evidence(files.torch.marker, files.torch.marker) if files.torch else None
 
 
 def jit_kernels(files: BuildFiles) -> Evidence | None:
@@ -272,6 +277,19 @@ TRAPS: tuple[Trap, ...] = (
          _memory, log=(r"Killed signal terminated program", r"unable to execute command: Killed",
                        r"failed due to signal 9", r"^\[exit (?:-9|137)\]$"),
          draft=False, fixes="memory-per-job"),
+    Trap("rocm-home-usr", "ROCM_HOME is /usr",
+         "cpp_extension puts -isystem $ROCM_HOME/include first: /usr/include then hides libstdc++'s own "
+         "folders from #include_next", lambda _f, _e: SetEnv("ROCM_HOME", "${{ torch.rocm_home or rocm.path }}"),
+         log=(r"fatal error: '?(?:stdlib|math)\.h'?:? (?:file not found|No such file or directory)",),
+         draft=False, fixes="an env value"),
+    Trap("cuda-torch-in-build", "built against a CUDA torch",
+         "with build isolation on, pip brings PyPI's CUDA torch for the build, and the module links libc10_cuda.so",
+         lambda files, _f: RocmTorch() if files else None, findings=("links_cuda",), files=torch_extension,
+         draft=False, fixes="a build requirement"),
+    Trap("hip-platform-nvidia", "hipcc took the NVIDIA platform",
+         "without a GPU to look at, hipcc picks NVIDIA's platform where it finds nvcc, or where HIP_PLATFORM says so",
+         lambda _f, _e: SetEnv("HIP_PLATFORM", "amd"), log=(r"nvcc fatal\s*:", r"\bnvcc: (?:not found|No such file)"),
+         draft=False, fixes="an env value"),
     Trap("kernels-at-run-time", "kernels compiled at run time",
          "cpp_extension.load() compiles on the user's machine: the wheel holds no device code, only the sources",
          _jit, files=jit_kernels, fixes="an expectation"),
