@@ -36,7 +36,8 @@ def test_a_killed_compiler_is_named_with_the_jobs_and_memory_in_force(cli, tmp_p
     (src / "heavy.cpp").write_text(HEAVY)
     recipe = tmp_path / "killed.yaml"
     recipe.write_text(RECIPE.format(src=src))
-    code, _, err = cli("build", recipe, "--arch", "gfx1030", "--jobs", "2", "--work", tmp_path / "work", "--out", tmp_path / "out")
+    code, _, err = cli("build", recipe, "--arch", "gfx1030", "--jobs", "2", "--work", tmp_path / "work",
+                       "--out", tmp_path / "out")
     assert code == 1, err
     lines = err[err.index("error: step 'compile' failed"):].splitlines()
     shown = "\n".join(lines[:15])
