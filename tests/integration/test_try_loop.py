@@ -93,3 +93,18 @@ def test_tries_run_out_with_exit_5_and_the_fix_so_far_written(cli, tmp_path, pla
 def test_try_wants_a_file_it_may_edit(cli, tmp_path):
     code, _, err = cli("build", "hello-hip", "--try", "--arch", "gfx1030")
     assert code == 2 and "--try edits the recipe file it builds" in err and "Traceback" not in err
+
+
+def test_a_name_no_recipe_has_fetches_nothing_and_says_how_to_draft_it(cli, tmp_path):
+    """The index is asked for the package's summary; no sdist is downloaded, no draft written."""
+    code, _, err = cli("build", "torch-cluster", "--arch", "gfx1100")
+    assert code == 2 and "no recipe named 'torch-cluster'" in err
+    assert "on the package index: torch-cluster " in err and "Graph Cluster" in err
+    assert "rocbuild build torch-cluster==" in err and "--try --arch gfx1100" in err
+    assert not (tmp_path / "xdg-cache" / "rocbuild" / "sdists").exists()
+    assert not (tmp_path / "xdg-cache" / "rocbuild" / "drafts").exists()
+
+
+def test_a_package_with_a_recipe_is_not_drafted_afresh(cli):
+    code, _, err = cli("build", "torch_scatter==2.1.2", "--try", "--arch", "gfx1100")
+    assert code == 2 and "torch_scatter has a recipe (built-in: " in err and "Traceback" not in err

@@ -90,10 +90,26 @@ def _recipe_file(args: argparse.Namespace, inv: Invocation) -> tuple[Path, str |
     if os.path.isfile(args.recipe):
         return Path(args.recipe), None
     if "==" in args.recipe and sdist_problem(args.recipe) is None:
+        _no_recipe_for(args.recipe.partition("==")[0].strip(), args, inv)
         return draft_fresh(args.recipe, args.arch), args.recipe
     raise UsageError(f"--try edits the recipe file it builds, and {args.recipe!r} is no file",
                      hint="give a recipe file (a shipped one: `rocbuild recipes show NAME > NAME.yaml`), or "
                           "NAME==VERSION to build that sdist from a fresh draft")
+
+
+def _no_recipe_for(project: str, args: argparse.Namespace, inv: Invocation) -> None:
+    """A package that has a recipe is built from it: a fresh draft would throw its knowledge away."""
+    from rocbuild.errors import UsageError
+    from rocbuild.recipe.catalog import RecipeDirs, UnknownRecipe, resolve
+
+    name = project.lower().replace("_", "-")
+    try:
+        found = resolve(name, RecipeDirs.of(args.recipes, inv.environ))
+    except UnknownRecipe:
+        return
+    raise UsageError(f"{project} has a recipe ({found.origin}: {found.path}): it is built from that, not a fresh draft",
+                     hint=f"rocbuild build {name} --arch ...; to try a draft of it anyway, `rocbuild recipes new "
+                          f"{name}-draft --sdist {args.recipe} --try`")
 
 
 def draft_fresh(requirement: str, arch: str | None) -> Path:
