@@ -172,3 +172,18 @@ def test_a_cmakelists_setup_py_never_runs_is_not_where_the_standard_is_fixed(tmp
     t = tree(tmp_path / "b", {"setup.py": runs, "CMakeLists.txt": "set(CMAKE_CXX_STANDARD 14)\n"})
     assert [(h.trap.id, h.evidence.where) for h in in_build_files(BuildFiles.read(t))] == [
         ("cxx20-for-torch", "CMakeLists.txt:1")]
+
+
+def test_a_gpu_probe_no_variable_overrules_is_replaced_by_true(tmp_path):
+    setup = ("import torch\nfrom torch.utils.cpp_extension import CUDAExtension, CppExtension\n"
+             "if torch.cuda.is_available():\n    ext = CUDAExtension('p._C', ['p.cu'])\nelse:\n"
+             "    ext = CppExtension('p._C', ['p.cpp'])\n")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path / "a", {"setup.py": setup})))
+    assert [(h.trap.id, h.evidence.where, h.fix) for h in hits] == [
+        ("gpu-probe-at-build", "setup.py:3", ReplaceText("setup.py", "torch.cuda.is_available()", "True",
+                                                         says=hits[0].fix.describe() if hits[0].fix else ""))]
+    # With a force variable in the same test, the variable is the way: the probe stays.
+    forced = setup.replace("if torch.cuda.is_available():", "import os\nif torch.cuda.is_available() or "
+                           "os.getenv('FORCE_CUDA') == '1':")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path / "b", {"setup.py": forced})))
+    assert [h.trap.id for h in hits] == ["force-variable-unset"]

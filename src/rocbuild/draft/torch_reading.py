@@ -56,6 +56,7 @@ class TorchReading:
     kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
     jit_sources: list[str] = field(default_factory=list)  # the sources its load() calls name (a run-time build)
     gpu_reads: list[list[str]] = field(default_factory=list)  # the variables each torch.cuda.is_available() test reads
+    gpu_tests: list[str] = field(default_factory=list)  # where each such test is, in the same order
     on_values: dict[str, str] = field(default_factory=dict)  # the literal a variable is compared with to turn it on
     notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
 
@@ -76,6 +77,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.rocm_aware = _rocm_markers(facts)
     reading.jit, reading.jit_sources = _jit(tree, facts)
     reading.gpu_reads = [reads for f in facts for _, reads in f.gpu_tests]
+    reading.gpu_tests = [where for f in facts for where, _ in f.gpu_tests]
     reading.on_values = {r.name: r.on for f in facts for r in f.env if r.on}
     reading.arch_flag = next((t.where for f in facts for t in f.texts if "offload-arch" in t.text and t.side != "cuda"), None)
     reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),

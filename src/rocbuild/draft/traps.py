@@ -103,6 +103,22 @@ def force_unset(files: BuildFiles) -> Evidence | None:
     return None
 
 
+def gpu_probe(files: BuildFiles) -> Evidence | None:
+    """A GPU probe in setup.py (torch.cuda.is_available(), torch.has_cuda) that no force variable can overrule."""
+    torch = files.torch
+    if torch is None:
+        return None
+    forced = {v.name for v in torch.variables if v.kind == "force"}
+    for where, reads in zip(torch.gpu_tests, torch.gpu_reads, strict=True):
+        if where.startswith("setup.py:") and not forced & set(reads):
+            number = int(where.split(":")[1])
+            return Evidence(where, files.setup[number - 1].strip(), "torch.cuda.is_available()", "setup.py")
+    for number, line in enumerate(files.setup, 1):
+        if "torch.has_cuda" in line:
+            return Evidence(f"setup.py:{number}", line.strip(), "torch.has_cuda", "setup.py")
+    return None
+
+
 def rocm_selector(files: BuildFiles) -> Evidence | None:
     """A variable that alone selects the ROCm path (ROCM_VERSION, USE_ROCM, ...)."""
     read = next((r for r in files.env if SELECTOR.match(r.name)), None)
@@ -188,6 +204,13 @@ def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     return SetEnv(files.value, "${{ rocm.version }}" if files.value.endswith("VERSION") else "1")
 
 
+def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    return ReplaceText(files.file, files.value, "True", says=f"{files.value} is True in {files.file}: the GPU branch "
+                       "is taken, as on a machine with a GPU")
+
+
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
@@ -243,6 +266,13 @@ TRAPS: tuple[Trap, ...] = (
          _set_from_files, log=(r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)",),
          findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
          files=force_unset, fixes="an env value"),
+    Trap("gpu-probe-at-build", "a GPU probe that no variable overrules",
+         "setup.py builds its kernels only when it sees a GPU (torch.cuda.is_available()), and a builder has none",
+         _gpu_branch, log=(r"(?i)\bcuda\b.{0,40}\bnot (?:available|found|detected)",
+                           r"(?i)no cuda (?:gpus?|devices?)(?: are| were)? (?:available|found|detected)",
+                           r"module 'torch' has no attribute 'has_cuda'"),
+         findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         files=gpu_probe, fixes="a replace edit"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
