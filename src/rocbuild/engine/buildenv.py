@@ -13,15 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rocbuild.draft.report import diagnose, read_log
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import exclusive
 from rocbuild.paths import cache_root, short_hash
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, LAYER_FILE, LEGACY_BUILD_REQUIRES, STATE_FILE, BuildEnv, distribution_of
+from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import Plan
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
-from rocbuild.verify.plan_checks import tail
 
 
 def layer(env: BuildEnv, site_answer: str) -> list[str]:
@@ -181,6 +182,8 @@ class BuildEnvMaker:
             why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
                    "apt-get install python3-pip), or build with --no-build-env" if no_pip else
                    f"{shlex.join(argv[:4])} ... exited with {result.exit_code}")
-            raise StepFailed(f"build-env: {why}", hint=tail(log) + f"\nfull log: {log}\n"
-                             "fix the cause and run the same command again: finished steps are kept")
+            report = diagnose(read_log(log), report_context(self.plan))
+            raise StepFailed(f"build-env: {why}", hint="\n".join(report.lines(log)) + "\n"
+                             "fix the cause and run the same command again: finished steps are kept",
+                             report=report, log=log)
         return result.output

@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # the ELF readers cost ~20 ms to import; a build without whee
     from rocbuild.verify.findings import InputFindings
     from rocbuild.verify.verdict import Verdict
 
-TAIL_LINES = 40
 KEPT_OUT = "the wheel was not put in the wheelhouse"
 
 
@@ -183,10 +182,3 @@ def _wheel_contains(check: WheelContainsCheck, wheels: list[Path]) -> None:
         raise StepFailed(f"verify {check.name!r}: no file in the wheel matches {check.glob!r} (recipe {check.where})",
                          hint=f"the wheel holds:\n{sample}\n{KEPT_OUT}")
 
-
-def tail(log: Path, n: int = TAIL_LINES) -> str:
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return f"last {min(n, len(lines))} lines of the log:\n" + "\n".join("  | " + line for line in lines[-n:])
