@@ -121,3 +121,16 @@ def test_the_report_is_written_as_json_beside_the_log(tmp_path):
     assert data["traps"][0]["trap"] == "build-module-missing"
     assert data["traps"][0]["fix"]["text"] == "requires:\n  python: [pybind11_nonexistent_helper]"
     assert data["errors"][0]["kind"] == "python"
+
+
+def test_the_flag_clang_refused_is_found_in_the_build_files_and_dropped(tmp_path):
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "nvcc = ['-O3', '--use_fast_math', '--expt-relaxed-constexpr', '--maxrregcount=32']\n")
+    shown = "\n".join(rendered("cuda-flag.log", Context(tree=tmp_path)))
+    assert "in the build files (setup.py:2)" in shown and "drop --expt-relaxed-constexpr from setup.py" in shown
+    # A flag no list of CUDA flags names is still the one dropped, when it is the one clang refused.
+    report = diagnose("clang: error: unknown argument: '--maxrregcount=32'\n", Context(tree=tmp_path))
+    fix = report.hits[0].fix
+    assert report.hits[0].trap.id == "cuda-flag-for-hipcc" and fix is not None
+    assert fix.describe() == "drop --maxrregcount=32 from setup.py"

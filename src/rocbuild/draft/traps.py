@@ -64,6 +64,8 @@ class Trap:
     log: tuple[str, ...] = ()  # regexes on a failed log's lines; a group named value feeds the fix
     findings: tuple[str, ...] = ()  # finding codes of a failed check it explains (with build-file evidence)
     files: Callable[[BuildFiles], Evidence | None] | None = None  # the detector on the build files
+    # Where the build files hold what a failure names (the flag clang refused): default, `files`.
+    locate: Callable[[BuildFiles, str], Evidence | None] | None = None
     draft: bool = True  # the drafter applies its fix when the build files show it
     fixes: str = ""  # what kind of recipe data the fix is, for the reference
 
@@ -125,11 +127,12 @@ def rocm_selector(files: BuildFiles) -> Evidence | None:
     return Evidence(read.where, f"{read.name} is read at {read.where}", read.name) if read else None
 
 
-def cuda_flag(files: BuildFiles) -> Evidence | None:
-    """A CUDA-only nvcc flag (--expt-relaxed-constexpr, -Xptxas, ...) as a string in setup.py or CMake."""
+def cuda_flag(files: BuildFiles, refused: str | None = None) -> Evidence | None:
+    """A CUDA-only nvcc flag (--expt-relaxed-constexpr, -Xptxas, ...) as a string in setup.py or CMake; with
+    `refused` (the flag a failed log shows clang refusing), that flag, whatever it is."""
     for name, number, text in files.lines():
         for flag in re.findall(r"""["']([^"']+)["']""", text):
-            if CUDA_FLAG.match(flag):
+            if flag == refused or (refused is None and CUDA_FLAG.match(flag)):
                 return Evidence(f"{name}:{number}", text.strip(), flag, name)
     return None
 
@@ -286,7 +289,7 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
-         files=cuda_flag, draft=False, fixes="a replace edit"),
+         files=cuda_flag, locate=cuda_flag, draft=False, fixes="a replace edit"),
     Trap("gpu-arch-at-build", "the GPU targets taken from the build machine's GPU",
          "'native' (or an empty --offload-arch) asks the build machine's GPU, which a builder may not have",
          _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
@@ -369,7 +372,11 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
         number, text, match = found
         value = match.groupdict().get("value")
         evidence = Evidence(f"log:{number}", text.strip(), value)
-        tree = trap.files(files) if trap.files and files else None
+        tree = None
+        if files is not None and trap.locate is not None and value:
+            tree = trap.locate(files, value)
+        elif files is not None and trap.files is not None:
+            tree = trap.files(files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
     return hits
 
