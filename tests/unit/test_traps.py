@@ -187,3 +187,20 @@ def test_a_gpu_probe_no_variable_overrules_is_replaced_by_true(tmp_path):
                            "os.getenv('FORCE_CUDA') == '1':")
     hits = in_build_files(BuildFiles.read(tree(tmp_path / "b", {"setup.py": forced})))
     assert [h.trap.id for h in hits] == ["force-variable-unset"]
+
+
+def test_a_package_whose_setup_py_builds_nothing_but_whose_modules_load_kernels_is_a_jit_draft(tmp_path):
+    """qtorch 0.3.0's shape: setup.py never names cpp_extension; its modules call load() on shipped sources."""
+    t = tree(tmp_path / "src", {
+        "setup.py": "from setuptools import setup, find_packages\nsetup(name='q', packages=find_packages(), "
+                    "include_package_data=True)\n",
+        "q/__init__.py": "",
+        "q/quant.py": "import os\nfrom torch.utils.cpp_extension import load\nhere = os.path.dirname(__file__)\n"
+                      "cuda = load(name='q_cuda', sources=[os.path.join(here, 'k/q.cpp'), os.path.join(here, 'k/q.cu')])\n"})
+    reading = read_tree(t)
+    assert reading.torch is not None and reading.torch.jit == "q/quant.py:2"
+    text = draft_recipe("q", "q==1.0", "0" * 64, reading, ["gfx1100"])
+    verify = yaml.safe_load(text)["verify"]
+    assert {"code-objects": False} in verify and {"wheel-contains": "*/q.cu"} in verify
+    assert "no known HIP/ROCm switch" not in text
+    load_recipe_text(text, tmp_path / "q.yaml")

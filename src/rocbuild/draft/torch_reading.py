@@ -62,20 +62,24 @@ class TorchReading:
 
 
 def read_torch(tree: Path) -> TorchReading | None:
-    """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension."""
+    """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension, and no module of the
+    package compiles kernels at run time with it."""
     files = [p for p in [tree / "setup.py", *sorted((tree / "op_builder").glob("*.py"))] if p.is_file()]
     facts = [read_python(tree, p) for p in files]
     marker = _first(facts, lambda n: "cpp_extension" in n or n.split(".")[-1] in ("CUDAExtension", "BuildExtension"))
     if marker is None:  # a file this Python cannot parse (Python 2, say) is searched as text
         marker = next(((n, f"{p.relative_to(tree)}") for p, f in zip(files, facts) if f.unreadable
                        for n in ["cpp_extension"] if n in p.read_text(errors="replace")), None)
+    jit, jit_sources = _jit(tree, facts)
+    if marker is None and jit is not None:  # setup.py builds nothing: the package compiles when it runs
+        marker = ("cpp_extension.load", jit)
     if marker is None:
         return None
     reading = TorchReading(marker=f"torch.utils.cpp_extension at {marker[1]}")
     reading.notes += [f"{f.unreadable}: not parsed (not Python 3?), nothing was read from it: check it by hand"
                       for f in facts if f.unreadable]
     reading.rocm_aware = _rocm_markers(facts)
-    reading.jit, reading.jit_sources = _jit(tree, facts)
+    reading.jit, reading.jit_sources = jit, jit_sources
     reading.gpu_reads = [reads for f in facts for _, reads in f.gpu_tests]
     reading.gpu_tests = [where for f in facts for where, _ in f.gpu_tests]
     reading.on_values = {r.name: r.on for f in facts for r in f.env if r.on}

@@ -31,6 +31,8 @@ def _kernels_check(torch: TorchReading) -> list[str]:
     CPU-only (no GPU seen, a force variable unset) then fails here, naming the module."""
     named = [e for e in torch.kernels if e.name]
     computed = ", ".join(e.where for e in torch.kernels if not e.name)
+    if torch.jit and not torch.kernels:
+        return [f"  # Kernels are compiled at run time ({torch.jit}): the wheel carries their sources, not device code."]
     lines = ["  # Every wheel is checked for device code for each requested arch (built in)."]
     if computed:
         lines.append(f"  # DRAFT: the modules built at {computed} have computed names: name them in a code-objects "

@@ -128,8 +128,9 @@ def rocm_selector(files: BuildFiles) -> Evidence | None:
 
 
 def cuda_flag(files: BuildFiles, refused: str | None = None) -> Evidence | None:
-    """A CUDA-only nvcc flag (--expt-relaxed-constexpr, -Xptxas, ...) as a string in setup.py or CMake; with
-    `refused` (the flag a failed log shows clang refusing), that flag, whatever it is."""
+    """A CUDA-only nvcc flag (--expt-relaxed-constexpr, -Xptxas, ...) as a string in setup.py or CMake.
+
+    With `refused` (the flag a failed log shows clang refusing): that flag, whatever it is."""
     for name, number, text in files.lines():
         for flag in re.findall(r"""["']([^"']+)["']""", text):
             if flag == refused or (refused is None and CUDA_FLAG.match(flag)):
