@@ -204,3 +204,17 @@ def test_a_package_whose_setup_py_builds_nothing_but_whose_modules_load_kernels_
     assert {"code-objects": False} in verify and {"wheel-contains": "*/q.cu"} in verify
     assert "no known HIP/ROCm switch" not in text
     load_recipe_text(text, tmp_path / "q.yaml")
+
+
+def test_after_a_cpu_only_build_a_force_variable_left_unset_for_its_cuda_flags_is_the_fix(tmp_path):
+    """dbscan-torch 0.2.0's shape: FORCE_CUDA or torch.version.cuda (None on ROCm) picks the CUDA build, whose
+    nvcc flags include --use_fast_math. The draft leaves FORCE_CUDA unset for those flags; once the build
+    came out CPU-only, setting it is the way on (and the flags meet a trap of their own)."""
+    setup = ("import os, torch\nfrom torch.utils.cpp_extension import CUDAExtension, CppExtension, CUDA_HOME\n"
+             "force = os.environ.get('FORCE_CUDA', '0') == '1'\n"
+             "WITH_CUDA = force or (torch.version.cuda is not None and CUDA_HOME is not None)\n"
+             "args = {'cxx': ['-O3']}\nif WITH_CUDA:\n    args['nvcc'] = ['-O3', '--use_fast_math']\n")
+    files = BuildFiles.read(tree(tmp_path, {"setup.py": setup}))
+    assert [h.trap.id for h in in_build_files(files)] == []
+    hits = in_findings([("cpu_only", "x.whl: has no HIP device code")], files)
+    assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA", "1"))]
