@@ -218,3 +218,25 @@ def test_after_a_cpu_only_build_a_force_variable_left_unset_for_its_cuda_flags_i
     assert [h.trap.id for h in in_build_files(files)] == []
     hits = in_findings([("cpu_only", "x.whl: has no HIP device code")], files)
     assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA", "1"))]
+
+
+def test_fixes_written_into_every_shipped_recipe_keep_it_a_recipe(tmp_path):
+    """The editor works on text: on each shipped recipe (hand-written, commented, of every shape) each kind
+    of fix lands where the loader reads it."""
+    fixes = (SetEnv("TRY_PROBE", "1"), ReplaceText("setup.py", "-std=c++17", "-std=c++20"),
+             Require("python", ("probe_module",)), MemoryPerJob("7GiB"))
+    for path in sorted((REPO / "recipes").glob("*.yaml")):
+        text = path.read_text()
+        for fix in fixes:
+            text = apply_fix(text, fix, "trap probe (log:1): evidence")
+        copy = path.parent / f".probe-{path.name}"  # beside it: `extends` and diff patches resolve as before
+        try:
+            copy.write_text(text)
+            recipe = load_recipe_text(text, copy)
+        finally:
+            copy.unlink(missing_ok=True)
+        env = dict(recipe.env) | {k: v for s in recipe.steps for k, v in s.env}
+        assert "TRY_PROBE" in env, path.name
+        assert any(getattr(p, "find", None) == "-std=c++17" for p in recipe.patches), path.name
+        assert "probe_module" in [c.value for c in recipe.requires.python], path.name
+        assert recipe.requires.memory_per_job == 7 * 1024 ** 3, path.name

@@ -132,6 +132,8 @@ def _require(lines: list[str], key: str, names: tuple[str, ...], note: str) -> l
     lines = _ensure_block(lines, "requires")
     start, end = _blocks(lines)["requires"]
     for i in range(start + 1, end):
+        if re.match(rf"^  {re.escape(key)}:\s*(?:#.*)?$", lines[i]):  # a block list: `  python:` then `    - x`
+            return _block_list(lines, i, end, names, note)
         match = re.match(rf"^  {re.escape(key)}:\s*\[(.*)\](.*)$", lines[i])
         if match:
             have = [n.strip() for n in match.group(1).split(",") if n.strip()]
@@ -140,6 +142,23 @@ def _require(lines: list[str], key: str, names: tuple[str, ...], note: str) -> l
                 return lines
             return [*lines[:i], f"  # {note}", f"  {key}: [{', '.join(have + new)}]{match.group(2)}", *lines[i + 1:]]
     return [*lines[:end], f"  # {note}", f"  {key}: [{', '.join(names)}]", *lines[end:]]
+
+
+def _block_list(lines: list[str], key: int, end: int, names: tuple[str, ...], note: str) -> list[str]:
+    """Names appended to a block list (its items at indent 4, `- x` or `- name: x`) that does not hold them."""
+    last, have = key, set()
+    for i in range(key + 1, end):
+        if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) < 4:
+            break
+        item = re.match(r"^    - (?:name:\s*)?([^\s#]+)", lines[i])
+        if item:
+            have.add(item.group(1).strip("'\""))
+        if lines[i].strip():
+            last = i
+    new = [n for n in names if n not in have]
+    if not new:
+        return lines
+    return [*lines[:last + 1], f"    # {note}", *[f"    - {n}" for n in new], *lines[last + 1:]]
 
 
 def _expect(lines: list[str], fix: Expect, note: str) -> list[str]:
