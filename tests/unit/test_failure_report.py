@@ -31,6 +31,8 @@ FAMILIES = {
     "killed-gcc.log": ("killed", "Killed signal terminated program cc1plus", "compiler-killed"),
     "error-then-warnings.log": ("compiler", "use of undeclared identifier 'undeclared_size'", None),
     "rocm-home-usr.log": ("compiler", "fatal error: 'math.h' file not found", "rocm-home-usr"),
+    "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
+                                  "hipify-name-collision"),
 }
 
 

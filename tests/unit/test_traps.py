@@ -240,3 +240,12 @@ def test_fixes_written_into_every_shipped_recipe_keep_it_a_recipe(tmp_path):
         assert any(getattr(p, "find", None) == "-std=c++17" for p in recipe.patches), path.name
         assert "probe_module" in [c.value for c in recipe.requires.python], path.name
         assert recipe.requires.memory_per_job == 7 * 1024 ** 3, path.name
+
+
+def test_an_nvcc_probe_runs_hipcc_instead(tmp_path):
+    """torchsort 0.1.10's shape: the CUDA extension is built only where `nvcc` runs."""
+    setup = ("from subprocess import call\nfrom torch.utils import cpp_extension\n\ndef cuda():\n"
+             "    try:\n        call(['nvcc'])\n        return True\n    except FileNotFoundError:\n        return False\n")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))
+    assert [(h.trap.id, h.evidence.where) for h in hits] == [("nvcc-probe", "setup.py:6")]
+    assert hits[0].fix is not None and hits[0].fix.yaml()[3:5] == ["      find: '''nvcc'''", "      with: '''hipcc'''"]

@@ -16,7 +16,8 @@ LOCATED = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?P<sev>fatal error
 # A compiler driver's own error (no place): `clang: error: unknown argument: '-Xptxas'`, `hipcc: error: ...`.
 DRIVER = re.compile(r"^(?P<tool>(?:\S*/)?(?:clang(?:\+\+)?|gcc|g\+\+|c\+\+|cc1plus|cc1|hipcc|amdclang(?:\+\+)?|nvcc)"
                     r"(?:-\d+)?): (?:fatal )?error: (?P<msg>.*)$")
-LINKER = re.compile(r"undefined reference to [`'](?P<sym>[^']+)'|(?:ld(?:\.lld)?|lld): error: undefined symbol: (?P<sym2>.+)")
+LINKER = re.compile(r"(?P<what>undefined reference to|multiple definition of) [`'](?P<sym>[^']+)'"
+                    r"|(?:ld(?:\.lld)?|lld): error: (?P<what2>undefined symbol|duplicate symbol): (?P<sym2>.+)")
 LINKER_OTHER = re.compile(r"^(?:\S*/)?(?:ld(?:\.lld|\.bfd|\.gold)?|collect2)(?:-\d+)?: (?:fatal )?error: (?P<msg>.*)$")
 CMAKE = re.compile(r"^CMake Error(?: at (?P<where>\S+)(?: \((?P<cmd>\w+)\))?)?:\s*(?P<msg>.*)$")
 TRACEBACK = re.compile(r"^(?P<indent>\s*)Traceback \(most recent call last\):\s*$")
@@ -102,7 +103,7 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
     match = LINKER.search(line)
     if match:
         symbol = match.group("sym") or match.group("sym2")
-        return LogError("linker", i + 1, line, f"undefined reference to {symbol}",
+        return LogError("linker", i + 1, line, f"{match.group('what') or match.group('what2')} {symbol}",
                         context=_around(lines, i, 1, 1)), i + 1
     match = CONSEQUENCE.match(line)
     if match:

@@ -135,6 +135,17 @@ def force_any(files: BuildFiles) -> Evidence | None:
     return Evidence(var.where, f"{var.name} read at {var.where}", f"{var.name}={on}")
 
 
+def nvcc_probe(files: BuildFiles) -> Evidence | None:
+    """setup.py runs nvcc to decide whether to build its CUDA extension (ROCm has none, so it builds CPU-only)."""
+    if files.torch is None:
+        return None
+    for number, line in enumerate(files.setup, 1):
+        match = re.search(r"""(["'])nvcc\1""", line)
+        if match and re.search(r"\b(?:call|run|check_output|check_call|Popen|which)\b", line):
+            return Evidence(f"setup.py:{number}", line.strip(), match.group(0), "setup.py")
+    return None
+
+
 def rocm_selector(files: BuildFiles) -> Evidence | None:
     """A variable that alone selects the ROCm path (ROCM_VERSION, USE_ROCM, ...)."""
     read = next((r for r in files.env if SELECTOR.match(r.name)), None)
@@ -229,6 +240,14 @@ def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None
                        "is taken, as on a machine with a GPU")
 
 
+def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    quote_mark = files.value[0]
+    return ReplaceText(files.file, files.value, f"{quote_mark}hipcc{quote_mark}",
+                       says=f"setup.py's nvcc probe runs hipcc instead ({files.where})")
+
+
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
@@ -291,6 +310,14 @@ TRAPS: tuple[Trap, ...] = (
                            r"module 'torch' has no attribute 'has_cuda'"),
          findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
          files=gpu_probe, fixes="a replace edit"),
+    Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
+         "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
+         _hipcc_for_nvcc, findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         files=nvcc_probe, fixes="a replace edit"),
+    Trap("hipify-name-collision", "two sources hipify to one object",
+         "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
+         "meets every function twice (rename one source: a copy: patch and a replace: of its name in setup.py)",
+         lambda _f, _e: None, log=(r"multiple definition of .*_hip\.o",), draft=False, fixes="by hand"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
