@@ -31,6 +31,8 @@ FAMILIES = {
     "killed-gcc.log": ("killed", "Killed signal terminated program cc1plus", "compiler-killed"),
     "error-then-warnings.log": ("compiler", "use of undeclared identifier 'undeclared_size'", None),
     "rocm-home-usr.log": ("compiler", "fatal error: 'math.h' file not found", "rocm-home-usr"),
+    "cuda-only-header.log": ("compiler", "core.hip:8:10: fatal error: 'device_atomic_functions.h' file not found",
+                             "cuda-only-header"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
 }
@@ -136,3 +138,13 @@ def test_the_flag_clang_refused_is_found_in_the_build_files_and_dropped(tmp_path
     fix = report.hits[0].fix
     assert report.hits[0].trap.id == "cuda-flag-for-hipcc" and fix is not None
     assert fix.describe() == "drop --maxrregcount=32 from setup.py"
+
+
+def test_a_cuda_only_header_is_traced_to_the_source_that_includes_it(tmp_path):
+    (tmp_path / "core.cu").write_text('#include "core.h"\n#include <device_atomic_functions.h>\n')
+    report = diagnose((LOGS / "cuda-only-header.log").read_text(), Context(tree=tmp_path))
+    hit = report.hits[0]
+    assert hit.trap.id == "cuda-only-header" and hit.files is not None and hit.files.where == "core.cu:2"
+    assert hit.fix is not None and hit.fix.yaml()[2:5] == [
+        "      file: core.cu", "      find: '#include <device_atomic_functions.h>'",
+        "      with: '#include <hip/hip_runtime.h>'"]

@@ -65,7 +65,7 @@ class Trap:
     findings: tuple[str, ...] = ()  # finding codes of a failed check it explains (with build-file evidence)
     files: Callable[[BuildFiles], Evidence | None] | None = None  # the detector on the build files
     # Where the build files hold what a failure names (the flag clang refused): default, `files`.
-    locate: Callable[[BuildFiles, str], Evidence | None] | None = None
+    locate: Callable[[BuildFiles, re.Match[str]], Evidence | None] | None = None
     after_failure: Callable[[BuildFiles], Evidence | None] | None = None  # the build files' detector once it failed
     draft: bool = True  # the drafter applies its fix when the build files show it
     fixes: str = ""  # what kind of recipe data the fix is, for the reference
@@ -146,10 +146,34 @@ def nvcc_probe(files: BuildFiles) -> Evidence | None:
     return None
 
 
+# CUDA's own headers that hipify leaves as they are, and what HIP has in their place.
+CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch_parameters.h": "hip/hip_runtime.h",
+                "device_functions.h": "hip/hip_runtime.h", "sm_60_atomic_functions.h": "hip/hip_runtime.h",
+                "cuda_profiler_api.h": "hip/hip_runtime_api.h"}
+
+
+def cuda_header_source(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source line that includes the CUDA-only header a hipified file failed on: in core.cu (for
+    core.hip), core_cuda.cu or the file itself."""
+    hipified, header = failure.group("value"), failure.group("header")
+    stem = Path(hipified).name.removesuffix(".hip").removesuffix("_hip")
+    for path in sorted(files.tree.rglob("*")):
+        if path.suffix in (".cu", ".cuh", ".hip", ".h") and path.stem in (stem, f"{stem}_cuda"):
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if re.match(rf"\s*#\s*include\s*[<\"]{re.escape(header)}[>\"]", line):
+                    rel = str(path.relative_to(files.tree))
+                    return Evidence(f"{rel}:{number}", line.strip(), f"{line.strip()}|{header}", rel)
+    return None
+
+
 def rocm_selector(files: BuildFiles) -> Evidence | None:
     """A variable that alone selects the ROCm path (ROCM_VERSION, USE_ROCM, ...)."""
     read = next((r for r in files.env if SELECTOR.match(r.name)), None)
     return Evidence(read.where, f"{read.name} is read at {read.where}", read.name) if read else None
+
+
+def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    return cuda_flag(files, failure.group("value"))
 
 
 def cuda_flag(files: BuildFiles, refused: str | None = None) -> Evidence | None:
@@ -248,6 +272,14 @@ def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | 
                        says=f"setup.py's nvcc probe runs hipcc instead ({files.where})")
 
 
+def _hip_header(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    line, _, header = files.value.partition("|")
+    return ReplaceText(files.file, line, f"#include <{CUDA_HEADERS.get(header, 'hip/hip_runtime.h')}>",
+                       says=f"{files.file} includes HIP's runtime instead of CUDA's {header}")
+
+
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
@@ -318,6 +350,12 @@ TRAPS: tuple[Trap, ...] = (
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
          "meets every function twice (rename one source: a copy: patch and a replace: of its name in setup.py)",
          lambda _f, _e: None, log=(r"multiple definition of .*_hip\.o",), draft=False, fixes="by hand"),
+    Trap("cuda-only-header", "a CUDA header hipify does not translate",
+         "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
+         "device_launch_parameters.h): HIP's runtime header declares what they do",
+         _hip_header, log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
+             re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
+         locate=cuda_header_source, draft=False, fixes="a replace edit"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
@@ -331,7 +369,7 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
-         files=cuda_flag, locate=cuda_flag, draft=False, fixes="a replace edit"),
+         files=cuda_flag, locate=refused_flag, draft=False, fixes="a replace edit"),
     Trap("gpu-arch-at-build", "the GPU targets taken from the build machine's GPU",
          "'native' (or an empty --offload-arch) asks the build machine's GPU, which a builder may not have",
          _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
@@ -416,7 +454,7 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
         evidence = Evidence(f"log:{number}", text.strip(), value)
         tree = None
         if files is not None and trap.locate is not None and value:
-            tree = trap.locate(files, value)
+            tree = trap.locate(files, match)
         elif files is not None:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
