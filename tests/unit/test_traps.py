@@ -249,3 +249,15 @@ def test_an_nvcc_probe_runs_hipcc_instead(tmp_path):
     hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))
     assert [(h.trap.id, h.evidence.where) for h in hits] == [("nvcc-probe", "setup.py:6")]
     assert hits[0].fix is not None and hits[0].fix.yaml()[3:5] == ["      find: '''nvcc'''", "      with: '''hipcc'''"]
+
+
+def test_a_gpu_probe_beside_a_cuda_home_test_turns_both_true(tmp_path):
+    """DCNv4 1.0.0.post2's shape: `torch.cuda.is_available() and CUDA_HOME is not None`, else it raises.
+    CUDA_HOME is None on a ROCm torch (no nvcc), so the probe alone would not take the GPU branch."""
+    setup = ("import torch\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+             "if torch.cuda.is_available() and CUDA_HOME is not None:\n    ext = CUDAExtension('d.ext', ['d.cu'])\n"
+             "else:\n    raise NotImplementedError('Cuda is not available')\n")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))
+    fix = hits[0].fix
+    assert isinstance(fix, ReplaceText) and fix.regex
+    assert re.sub(fix.find, fix.with_, setup).splitlines()[2] == "if True and True:"

@@ -115,7 +115,10 @@ def gpu_probe(files: BuildFiles) -> Evidence | None:
     for where, reads in zip(torch.gpu_tests, torch.gpu_reads, strict=True):
         if where.startswith("setup.py:") and not forced & set(reads):
             number = int(where.split(":")[1])
-            return Evidence(where, files.setup[number - 1].strip(), "torch.cuda.is_available()", "setup.py")
+            # cpp_extension's CUDA_HOME is None on a ROCm torch (no nvcc): a test of it goes with the probe.
+            probes = ["torch.cuda.is_available()"] + (
+                ["CUDA_HOME is not None"] if any("CUDA_HOME is not None" in line for line in files.setup) else [])
+            return Evidence(where, files.setup[number - 1].strip(), "|".join(probes), "setup.py")
     for number, line in enumerate(files.setup, 1):
         if "torch.has_cuda" in line:
             return Evidence(f"setup.py:{number}", line.strip(), "torch.has_cuda", "setup.py")
@@ -260,8 +263,14 @@ def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
 def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None or files.file is None:
         return None
-    return ReplaceText(files.file, files.value, "True", says=f"{files.value} is True in {files.file}: the GPU branch "
-                       "is taken, as on a machine with a GPU")
+    probes = files.value.split("|")
+    said = " and ".join(probes)
+    if len(probes) == 1:
+        return ReplaceText(files.file, probes[0], "True", says=f"{said} is True in {files.file}: the GPU branch is "
+                           "taken, as on a machine with a GPU")
+    return ReplaceText(files.file, "|".join(re.escape(p).replace("\\ ", " ") for p in probes), "True", regex=True,
+                       says=f"{said} are True in {files.file}: the GPU branch is taken, as on a machine with a GPU "
+                            "(CUDA_HOME is None on a ROCm torch)")
 
 
 def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
