@@ -4,10 +4,12 @@ pip run here, trimmed and with this machine's paths taken out; their README says
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from rocbuild.draft.fixes import ReplaceText
 from rocbuild.draft.logscan import scan
 from rocbuild.draft.report import Context, diagnose, write_report
 from rocbuild.errors import StepFailed
@@ -33,6 +35,7 @@ FAMILIES = {
     "rocm-home-usr.log": ("compiler", "fatal error: 'math.h' file not found", "rocm-home-usr"),
     "cuda-only-header.log": ("compiler", "core.hip:8:10: fatal error: 'device_atomic_functions.h' file not found",
                              "cuda-only-header"),
+    "nvcc-flag-value.log": ("compiler", "clang++: error: no such file or directory: '2'", "nvcc-flag-value"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
 }
@@ -148,3 +151,13 @@ def test_a_cuda_only_header_is_traced_to_the_source_that_includes_it(tmp_path):
     assert hit.fix is not None and hit.fix.yaml()[2:5] == [
         "      file: core.cu", "      find: '#include <device_atomic_functions.h>'",
         "      with: '#include <hip/hip_runtime.h>'"]
+
+
+def test_an_nvcc_flag_and_the_value_clang_took_for_a_file_are_dropped_together(tmp_path):
+    setup = 'args = {"nvcc": [\n    "-O3",\n    "--threads",\n    "2",\n    "-std=c++17",\n]}\n'
+    (tmp_path / "setup.py").write_text(setup)
+    report = diagnose((LOGS / "nvcc-flag-value.log").read_text(), Context(tree=tmp_path))
+    hit = next(h for h in report.hits if h.trap.id == "nvcc-flag-value")
+    assert hit.files is not None and hit.files.where == "setup.py:3"
+    assert isinstance(hit.fix, ReplaceText) and hit.fix.regex
+    assert re.sub(hit.fix.find, hit.fix.with_, setup) == 'args = {"nvcc": [\n    "-O3",\n    "-std=c++17",\n]}\n'

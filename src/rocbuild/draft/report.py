@@ -49,7 +49,7 @@ class Report:
             first = causes[0]
             more = f"; {len(causes) - 1} more below" if len(causes) > 1 else ""
             out += [f"cause ({first.kind}, log line {first.line}{_times(first)}{more}):", f"  {first.text}"]
-            out += [f"  | {text}" for _, text in first.context[:4]]
+            out += [f"  | {_short(text, 300)}" for _, text in first.context[:4]]
         elif self.errors:
             out.append("no compiler, linker, CMake or Python error found; what the tools said last:")
         out += _killed(self) + [line for hit in self.hits for line in _trap(hit)]

@@ -175,6 +175,18 @@ def rocm_selector(files: BuildFiles) -> Evidence | None:
     return Evidence(read.where, f"{read.name} is read at {read.where}", read.name) if read else None
 
 
+def flag_with_value(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The nvcc flag in setup.py whose value (the next item of its list) clang took for an input file."""
+    text = "\n".join(files.setup)
+    value = re.escape(failure.group("value"))
+    match = re.search(rf"""(["'])(?P<flag>--?[\w-]+)\1\s*,\s*(["']){value}\3""", text)
+    if match is None:
+        return None
+    number = text.count("\n", 0, match.start()) + 1
+    return Evidence(f"setup.py:{number}", files.setup[number - 1].strip(), f"{match.group('flag')}|{failure.group('value')}",
+                    "setup.py")
+
+
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     return cuda_flag(files, failure.group("value"))
 
@@ -307,6 +319,14 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
                        says=f"drop {files.value} from {files.file}")
 
 
+def _drop_pair(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    flag, _, value = files.value.partition("|")
+    find = rf"""["']{re.escape(flag)}["']\s*,\s*["']{re.escape(value)}["']\s*(?:,\s*)?"""
+    return ReplaceText(files.file, find.replace("\\-", "-"), "", regex=True, says=f"drop {flag} {value} from {files.file}")
+
+
 def _arch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     name = files.value if files and files.value else "PYTORCH_ROCM_ARCH"
     return SetEnv(name, "${{ archs | join(';') }}")
@@ -379,6 +399,11 @@ TRAPS: tuple[Trap, ...] = (
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
          files=cuda_flag, locate=refused_flag, draft=False, fixes="a replace edit"),
+    Trap("nvcc-flag-value", "an nvcc flag's value taken by clang for a file",
+         "nvcc's options that take a value (--threads 2) are not clang's: clang drops the flag and reads the "
+         "value as an input file", _drop_pair,
+         log=(r"clang(?:\+\+)?(?:-\d+)?: error: no such file or directory: '(?P<value>[^'/]{1,40})'",),
+         locate=flag_with_value, draft=False, fixes="a replace edit"),
     Trap("gpu-arch-at-build", "the GPU targets taken from the build machine's GPU",
          "'native' (or an empty --offload-arch) asks the build machine's GPU, which a builder may not have",
          _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
