@@ -36,6 +36,8 @@ FAMILIES = {
     "cuda-only-header.log": ("compiler", "core.hip:8:10: fatal error: 'device_atomic_functions.h' file not found",
                              "cuda-only-header"),
     "nvcc-flag-value.log": ("compiler", "clang++: error: no such file or directory: '2'", "nvcc-flag-value"),
+    "warp-mask-32bit.log": ("compiler", "static assertion failed due to requirement 'sizeof(unsigned int) == 8'",
+                            "warp-mask-32bit"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
 }

@@ -385,6 +385,11 @@ TRAPS: tuple[Trap, ...] = (
          _hip_header, log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
              re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
          locate=cuda_header_source, draft=False, fixes="a replace edit"),
+    Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
+         "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask (a wave has 64 lanes on Instinct) "
+         "and static_assert it; CUDA code passes 0xffffffff (fix the masks by hand: a diff: patch, as the "
+         "torch-scatter recipe does)", lambda _f, _e: None, log=(r"The mask must be a 64-bit int",), draft=False,
+         fixes="by hand"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
