@@ -163,3 +163,18 @@ def test_an_nvcc_flag_and_the_value_clang_took_for_a_file_are_dropped_together(t
     assert hit.files is not None and hit.files.where == "setup.py:3"
     assert isinstance(hit.fix, ReplaceText) and hit.fix.regex
     assert re.sub(hit.fix.find, hit.fix.with_, setup) == 'args = {"nvcc": [\n    "-O3",\n    "-std=c++17",\n]}\n'
+
+
+def test_an_option_that_takes_a_value_is_dropped_with_it_and_no_other_flag_is_blamed(tmp_path):
+    """fpscan 0.1.2, as --try first met it: `--threads` refused and dropped alone left its `2`, and the flag
+    before the `2` (a -U define) was then taken for the one that lost it."""
+    setup = 'nvcc = [\n    "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",\n    "--threads",\n    "2",\n]\n'
+    (tmp_path / "setup.py").write_text(setup)
+    report = diagnose("clang++: error: unknown argument: '--threads'\n", Context(tree=tmp_path))
+    fix = report.hits[0].fix
+    assert isinstance(fix, ReplaceText) and fix.describe() == "drop --threads and its value from setup.py"
+    assert re.sub(fix.find, fix.with_, setup) == 'nvcc = [\n    "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",\n]\n'
+    left = 'nvcc = [\n    "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",\n    "2",\n]\n'
+    (tmp_path / "setup.py").write_text(left)
+    report = diagnose("clang++: error: no such file or directory: '2'\n", Context(tree=tmp_path))
+    assert [h.fix for h in report.hits] == [None]

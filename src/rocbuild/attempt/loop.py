@@ -55,6 +55,7 @@ class Outcome:
     report: list[str] = field(default_factory=list)  # the last failure's report, as the user reads it
     wheels: tuple[Path, ...] = ()
     diff: list[str] = field(default_factory=list)  # the recipe against what it started from
+    by_hand: list[str] = field(default_factory=list)  # traps the last failure shows that have no fix to write
 
     @property
     def exit_code(self) -> int:
@@ -62,6 +63,7 @@ class Outcome:
 
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "exit_code": self.exit_code, "tries": [a.to_json() for a in self.attempts],
+                "by_hand": self.by_hand,
                 "wheels": [str(w) for w in self.wheels], "report": self.report, "diff": "".join(self.diff)}
 
 
@@ -90,6 +92,7 @@ def try_recipe(path: Path, build: Build, limits: Limits, say: Callable[[str], No
             text, attempt, stop = _after_failure(path, text, exc, number, time.monotonic() - t0, say)
             outcome.attempts.append(attempt)
             outcome.report = exc.render().splitlines()
+            outcome.by_hand = [h.trap.id for h in hits_of(exc) if h.fix is None]
             if stop:
                 outcome.status = "no-trap"
                 break

@@ -153,7 +153,9 @@ def _tell(args: argparse.Namespace, outcome: Outcome, path: Path) -> None:
         err.write(f"verified after {len(outcome.attempts)} tr{'y' if len(outcome.attempts) == 1 else 'ies'}: "
                   f"the recipe is {path}\n")
     else:
-        why = {"no-trap": "nothing in the trap catalogue matches the failure",
+        by_hand = ", ".join(outcome.by_hand)
+        why = {"no-trap": f"the known trap {by_hand} needs a fix by hand (see its why)" if by_hand else
+               "nothing in the trap catalogue matches the failure",
                "exhausted": f"{args.max_tries} tries used", "time-limit": "the time limit is reached"}[outcome.status]
         err.write(f"not verified: {why}. The best draft so far is {path}; the last failure:\n")
         err.write("\n".join(outcome.report) + "\n")

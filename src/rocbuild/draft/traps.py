@@ -149,6 +149,11 @@ def nvcc_probe(files: BuildFiles) -> Evidence | None:
     return None
 
 
+# nvcc's options that take their value as the next argument.
+VALUE_OPTIONS = frozenset({"--threads", "-t", "--maxrregcount", "-maxrregcount", "--gpu-architecture", "-arch",
+                           "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas", "--ptxas-options",
+                           "-Xcompiler", "--compiler-options", "-ccbin", "--compiler-bindir", "--default-stream",
+                           "-Xnvlink", "--nvlinker-options", "--split-compile"})
 # CUDA's own headers that hipify leaves as they are, and what HIP has in their place.
 CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch_parameters.h": "hip/hip_runtime.h",
                 "device_functions.h": "hip/hip_runtime.h", "sm_60_atomic_functions.h": "hip/hip_runtime.h",
@@ -180,8 +185,8 @@ def flag_with_value(files: BuildFiles, failure: re.Match[str]) -> Evidence | Non
     text = "\n".join(files.setup)
     value = re.escape(failure.group("value"))
     match = re.search(rf"""(["'])(?P<flag>--?[\w-]+)\1\s*,\s*(["']){value}\3""", text)
-    if match is None:
-        return None
+    if match is None or match.group("flag") not in VALUE_OPTIONS:
+        return None  # a flag that carries no value of its own (-D, -U, -O3) is not the one that lost it
     number = text.count("\n", 0, match.start()) + 1
     return Evidence(f"setup.py:{number}", files.setup[number - 1].strip(), f"{match.group('flag')}|{failure.group('value')}",
                     "setup.py")
@@ -314,9 +319,11 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     if failure is not None and failure.value and failure.value != files.value:
         return None  # the flag clang refused is not the one the build files hold
     flag = re.escape(files.value).replace("\\-", "-")  # a dash needs no escape outside [...]
-    # The quoted flag with the comma before it (or, first in its list, the one after): the list stays a list.
-    return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']|["']{flag}["']\s*,?\s*)""", "", regex=True,
-                       says=f"drop {files.value} from {files.file}")
+    # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
+    # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
+    value = rf"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
+    return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']{value}|["']{flag}["']{value}\s*,?\s*)""", "",
+                       regex=True, says=f"drop {files.value}{' and its value' if value else ''} from {files.file}")
 
 
 def _drop_pair(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
