@@ -321,7 +321,7 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     flag = re.escape(files.value).replace("\\-", "-")  # a dash needs no escape outside [...]
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
-    value = rf"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
+    value = r"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
     return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']{value}|["']{flag}["']{value}\s*,?\s*)""", "",
                        regex=True, says=f"drop {files.value}{' and its value' if value else ''} from {files.file}")
 
