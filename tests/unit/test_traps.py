@@ -261,3 +261,12 @@ def test_a_gpu_probe_beside_a_cuda_home_test_turns_both_true(tmp_path):
     fix = hits[0].fix
     assert isinstance(fix, ReplaceText) and fix.regex
     assert re.sub(fix.find, fix.with_, setup).splitlines()[2] == "if True and True:"
+
+
+def test_a_force_variable_with_a_suffix_kept_in_a_variable_beside_the_probe(tmp_path):
+    """torch-harmonics 0.8.0's shape: `BUILD_CUDA = FORCE_CUDA_EXTENSION or (torch.cuda.is_available() and ...)`."""
+    setup = ("import os, torch\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+             "FORCE_CUDA_EXTENSION = os.getenv('FORCE_CUDA_EXTENSION', '0') == '1'\n"
+             "BUILD_CUDA = FORCE_CUDA_EXTENSION or (torch.cuda.is_available() and (CUDA_HOME is not None))\n")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))
+    assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA_EXTENSION", "1"))]

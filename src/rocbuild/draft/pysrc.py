@@ -164,6 +164,11 @@ class _Walker:
             reads = self._reads(node.value)
             if reads:
                 self.env_vars[node.targets[0].id] = reads
+            # `BUILD_CUDA = FORCE or torch.cuda.is_available()`: a GPU test kept in a variable.
+            asks = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)
+                    and dotted(n.func) == "torch.cuda.is_available"]
+            if asks:
+                self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", reads))
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
                            for v in node.values)
