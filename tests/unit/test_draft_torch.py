@@ -81,8 +81,8 @@ def test_force_cuda_is_set_where_the_gpu_build_otherwise_needs_a_visible_gpu(tmp
         "if os.getenv('FORCE_ONLY_CPU', '0') == '1':\n    suffices = ['cpu']\n")})
     found = variables(t)
     assert found["FORCE_CUDA"].value == "1" and found["FORCE_ONLY_CPU"].value is None
-    assert any(n.startswith("torch.cuda.is_available() at setup.py:4, setup.py:5 asks for a visible GPU") and "FORCE_CUDA is set" in n
-               for n in read_torch(t).notes)
+    assert any(n.startswith("torch.cuda.is_available() at setup.py:4, setup.py:5 asks for a visible GPU")
+               and "FORCE_CUDA is set" in n for n in read_torch(t).notes)
 
 
 def test_an_allow_list_refuses_other_targets_in_the_draft(tmp_path):
