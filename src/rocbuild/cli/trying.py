@@ -55,15 +55,13 @@ def cmd_try(args: argparse.Namespace, inv: Invocation) -> int:
 def how_to_draft(name: str, arch: str | None) -> str:
     """For a name no recipe has: what the index says of the package, and the exact command that drafts and
     builds it. Nothing is downloaded on a guess (a typo could name someone else's package)."""
-    import sys as _sys
-
     from rocbuild.source.index import index_settings, project_summary
     from rocbuild.source.spec import sdist_problem
 
     project, _, version = name.partition("==")
     if sdist_problem(f"{project}==1") is not None:
         return "it is no package name either"
-    found = project_summary(project, index_settings(_sys.executable, lambda _: None))
+    found = project_summary(project, index_settings(sys.executable, lambda _: None))
     if found is None:
         return f"the package index knows no project {project!r} either"
     newest, summary = found
