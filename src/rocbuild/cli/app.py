@@ -2,7 +2,8 @@
 | index | repair | ci | root.
 
 Exit codes: 0 ok; 1 a step or a verify check failed; 2 bad usage, recipe or value; 3 host not
-ready (no ROCm, no GPU and no --arch, missing tool or package); 130 interrupted (Ctrl-C), 143
+ready (no ROCm, no GPU and no --arch, missing tool or package); with --try, 4 no known trap with a fix
+matched the failure and 5 the tries or the time ran out; 130 interrupted (Ctrl-C), 143
 SIGTERM, 129 SIGHUP: a running step's whole process group is stopped.
 
 main() is the one place that reads the process environment for a command: it reads it once, with the
