@@ -270,3 +270,12 @@ def test_a_force_variable_with_a_suffix_kept_in_a_variable_beside_the_probe(tmp_
              "BUILD_CUDA = FORCE_CUDA_EXTENSION or (torch.cuda.is_available() and (CUDA_HOME is not None))\n")
     hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))
     assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA_EXTENSION", "1"))]
+
+
+def test_a_native_arch_variable_keeps_the_separator_its_reader_splits_on(tmp_path):
+    """causal-conv1d's HIP_ARCHITECTURES goes into one --offload-arch flag: a ','-separated list, as the
+    drafter reads it, never replaced by the catalogue's ';' default."""
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "flags = [f\"--offload-arch={os.getenv('HIP_ARCHITECTURES', 'native')}\"]\n")
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))}
+    assert hits["gpu-arch-at-build"].fix == SetEnv("HIP_ARCHITECTURES", "${{ archs | join(',') }}")

@@ -211,8 +211,8 @@ def native_arch(files: BuildFiles) -> Evidence | None:
     """An arch variable whose default is 'native'."""
     torch = files.torch
     for var in torch.variables if torch else []:
-        if var.kind == "arch" and "'native'" in var.why:
-            return Evidence(var.where, f"{var.name}: {var.why}", var.name)
+        if var.kind == "arch" and "'native'" in var.why:  # the reading's value joins the list as the package splits it
+            return Evidence(var.where, f"{var.name}: {var.why}", f"{var.name}={var.value or ''}")
     return None
 
 
@@ -335,8 +335,8 @@ def _drop_pair(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
 
 
 def _arch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    name = files.value if files and files.value else "PYTORCH_ROCM_ARCH"
-    return SetEnv(name, "${{ archs | join(';') }}")
+    name, _, value = (files.value if files and files.value else "PYTORCH_ROCM_ARCH=").partition("=")
+    return SetEnv(name, value or "${{ archs | join(';') }}")
 
 
 def _rocm_package(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
