@@ -70,16 +70,18 @@ def diagnose(text: str, context: Context) -> Report:
     # The errors' lines first (the evidence is then the error itself), then the rest of the log.
     shown = [(e.line, e.text) for e in errors] + [c for e in errors for c in e.context]
     everything = shown + [(n, line) for n, line in enumerate(lines, 1)]
-    files = BuildFiles.read(context.tree) if context.tree is not None and context.tree.is_dir() else None
-    hits = in_log(everything, files)
+    hits = in_log(everything, _build_files(context))
     hits = [_with_memory(h, context) for h in sorted(hits, key=lambda h: int(h.evidence.where.split(":")[1]))]
     return Report(errors, hits, lines[-TAIL_WHEN_UNKNOWN:], context)
 
 
 def diagnose_findings(codes: list[tuple[str, str]], context: Context) -> list[Hit]:
     """The traps a failed check's findings point at, where the build files show them too."""
-    files = BuildFiles.read(context.tree) if context.tree is not None and context.tree.is_dir() else None
-    return in_findings(codes, files)
+    return in_findings(codes, _build_files(context))
+
+
+def _build_files(context: Context) -> BuildFiles | None:
+    return BuildFiles.read(context.tree) if context.tree is not None and context.tree.is_dir() else None
 
 
 def read_log(log: Path) -> str:

@@ -17,6 +17,9 @@ from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
+# What the device-code check finds in a build that came out without device code: a trap that explains such a
+# build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
+CPU_ONLY = ("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted")
 # ROCm's CMake packages and header folders, as --install-missing can bring them into a root.
 ROCM_PACKAGE = re.compile(r"^(?:hip\w*|roc\w+|rccl|miopen|MIOpen|composable_kernel|hsa-runtime64|amd_comgr|hsakmt)$")
 ROCM_HEADER = re.compile(r"^(?:hip(?:blas|blaslt|cub|fft|rand|sparse|solver|_bf16)\w*|roc\w+|rccl|miopen|thrust)/")
@@ -44,11 +47,13 @@ class BuildFiles:
     env: list[EnvRead] = field(default_factory=list)  # what setup.py reads from the environment (any package)
 
     @classmethod
-    def read(cls, tree: Path) -> BuildFiles:
+    def read(cls, tree: Path, torch: TorchReading | None | bool = True) -> BuildFiles:
+        """`torch`: the tree's torch reading when the caller already made it (True: read it here)."""
         setup, cmake = tree / "setup.py", tree / "CMakeLists.txt"
         env = read_python(tree, setup).env if setup.is_file() else []
+        reading = read_torch(tree) if torch is True else torch if isinstance(torch, TorchReading) else None
         return cls(tree, setup.read_text(errors="replace").splitlines() if setup.is_file() else [],
-                   cmake.read_text(errors="replace").splitlines() if cmake.is_file() else [], read_torch(tree), env)
+                   cmake.read_text(errors="replace").splitlines() if cmake.is_file() else [], reading, env)
 
     def lines(self) -> list[tuple[str, int, str]]:
         return [("setup.py", n, t) for n, t in enumerate(self.setup, 1)] + \
@@ -369,18 +374,18 @@ TRAPS: tuple[Trap, ...] = (
          "without a visible GPU, setup.py builds its kernels only when a FORCE_* variable says so: "
          "unset, it builds CPU-only or gives .cu headers to the host compiler",
          _set_from_files, log=(r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)",),
-         findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         findings=CPU_ONLY,
          files=force_unset, after_failure=force_any, fixes="an env value"),
     Trap("gpu-probe-at-build", "a GPU probe that no variable overrules",
          "setup.py builds its kernels only when it sees a GPU (torch.cuda.is_available()), and a builder has none",
          _gpu_branch, log=(r"(?i)\bcuda\b.{0,40}\bnot (?:available|found|detected)",
                            r"(?i)no cuda (?:gpus?|devices?)(?: are| were)? (?:available|found|detected)",
                            r"module 'torch' has no attribute 'has_cuda'"),
-         findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         findings=CPU_ONLY,
          files=gpu_probe, fixes="a replace edit"),
     Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
          "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
-         _hipcc_for_nvcc, findings=("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted"),
+         _hipcc_for_nvcc, findings=CPU_ONLY,
          files=nvcc_probe, fixes="a replace edit"),
     Trap("hipify-name-collision", "two sources hipify to one object",
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "

@@ -77,7 +77,7 @@ def read_tree(tree: Path) -> Reading:
         reading.notes += missing_submodules(tree, [])  # a torch extension's reading has its own, with setup.py's
     if reading.backend is None:
         reading.notes.append("no [build-system] in pyproject.toml: pip falls back to setuptools (setup.py)")
-    reading.traps = in_build_files(BuildFiles.read(tree))
+    reading.traps = in_build_files(BuildFiles.read(tree, reading.torch))  # torch was read above
     return reading
 
 
