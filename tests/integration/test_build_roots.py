@@ -209,3 +209,28 @@ def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_c
     done = subprocess.run(argv, env=private_cache, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "[1/2] first  (skipped: done in an earlier run" in done.stderr
+
+
+def test_widened_warp_masks_compile_with_the_roots_hipcc(root, tmp_path):
+    """ROCm 7.2's own hipcc refuses a 32-bit mask (warp-mask-32bit), and takes the source once the trap's fix,
+    applied by the engine's replace, has widened it: for wave32 and wave64 targets."""
+    from rocbuild.draft.traps import BuildFiles, in_build_files
+    from rocbuild.engine.patch import apply_replace
+    from rocbuild.plan.model import ReplacePatch
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "k.cu").write_text("#include <hip/hip_runtime.h>\n#define FULL_MASK (0xffffffff)\n"
+                              "__global__ void k(float* x) {\n  float v = x[threadIdx.x];\n"
+                              "  v += __shfl_xor_sync(FULL_MASK, v, 1);\n  v += __shfl_up_sync(0xffffffff, v, 1);\n"
+                              "  x[threadIdx.x] = v;\n}\n")
+    compile_ = ["root", "run", root, "--", "hipcc", "-fsyntax-only", "-x", "hip", "--offload-arch=gfx1100",
+                "--offload-arch=gfx942", src / "k.cu"]
+    before = rocbuild(*compile_)
+    assert before.returncode != 0 and "The mask must be a 64-bit integer" in before.stderr
+    (hit,) = [h for h in in_build_files(BuildFiles.read(src, torch=False)) if h.trap.id == "warp-mask-32bit"]
+    for edit in hit.fix.edits:
+        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
+                                   count=None, where="test"), src)
+    after = rocbuild(*compile_)
+    assert after.returncode == 0, after.stderr[-2000:]

@@ -279,3 +279,45 @@ def test_a_native_arch_variable_keeps_the_separator_its_reader_splits_on(tmp_pat
              "flags = [f\"--offload-arch={os.getenv('HIP_ARCHITECTURES', 'native')}\"]\n")
     hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup})))}
     assert hits["gpu-arch-at-build"].fix == SetEnv("HIP_ARCHITECTURES", "${{ archs | join(',') }}")
+
+
+# warp-rnnt's and torch-harmonics' shapes of a 32-bit full mask, with what hipify wrote beside them.
+MASKED = {
+    "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+    "csrc/core.cu": "__global__ void k(float b) {\n  float a = __shfl_up_sync(0xffffffff, b, 1);\n"
+                    "  a += __shfl_xor_sync(0xFFFFFFFFu, a, 2);\n  __syncwarp(0xffffffff);\n"
+                    "  unsigned long long ok = __ballot_sync(0xffffffffffffffffULL, a > 0);\n}\n",
+    "csrc/core.hip": "// hipify's copy of core.cu\nfloat a = __shfl_up_sync(0xffffffff, b, 1);\n",
+    "csrc/attention_utils.cuh": "#pragma once\n#define FULL_MASK (0xFFFFFFFF)\n",
+    "csrc/attention_utils_hip.cuh": "#define FULL_MASK (0xFFFFFFFF)\n",
+    "csrc/scan.cuh": "static constexpr unsigned int kWarpMask = 0xffffffff;\n",
+    "csrc/held.cu": "__device__ float f(unsigned m, float v) { return __shfl_sync(m, v, 0); }\n",
+}
+
+
+def test_full_lane_masks_are_widened_in_the_sources_only(tmp_path):
+    from rocbuild.draft.fixes import Edits
+    from rocbuild.engine.patch import apply_replace
+    from rocbuild.plan.model import ReplacePatch
+
+    t = tree(tmp_path / "src", MASKED)
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
+    fix = hits["warp-mask-32bit"].fix
+    assert isinstance(fix, Edits)
+    # hipify's copies (core.hip, attention_utils_hip.cuh) are left alone: the next try starts from a fresh tree
+    assert sorted(e.file for e in fix.edits) == ["csrc/attention_utils.cuh", "csrc/core.cu", "csrc/scan.cuh"]
+    for edit in fix.edits:
+        patch = ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex, count=None,
+                             where="test")
+        assert "replaced" in apply_replace(patch, t)
+        assert apply_replace(patch, t).endswith("already applied")
+    core = (t / "csrc/core.cu").read_text()
+    assert core.count("0xffffffffffffffffULL") == 4 and "0xffffffff," not in core and "0xFFFFFFFFu" not in core
+    assert (t / "csrc/attention_utils.cuh").read_text().endswith("#define FULL_MASK (0xffffffffffffffffULL)\n")
+    assert (t / "csrc/scan.cuh").read_text() == "static constexpr unsigned long long kWarpMask = 0xffffffffffffffffULL;\n"
+    assert "(unsigned m" in (t / "csrc/held.cu").read_text()  # a mask held in a variable: by hand
+    recipe = "schema: 1\nname: m\nversion: '1'\nsource:\n  sdist: m==1\nsteps:\n  - wheel: {}\n"
+    text = apply_fix(recipe, fix, "trap warp-mask-32bit (csrc/core.cu:2): ...")
+    assert [p["replace"]["file"] for p in yaml.safe_load(text)["patches"]] == [e.file for e in fix.edits]
+    assert text.count("# trap warp-mask-32bit") == 1 and apply_fix(text, fix, "again") == text
+    load_recipe_text(text, tmp_path / "m.yaml")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
+from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
 ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
@@ -24,6 +24,11 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
             lines = _set_env(lines, fix, note)
         case ReplaceText():
             lines = _append_entry(lines, "patches", fix.entry(), note, present=_has_replace(lines, fix))
+        case Edits():
+            for edit in fix.edits:  # the comment once, above the first edit the recipe lacks
+                before = lines
+                lines = _append_entry(lines, "patches", edit.entry(), note, present=_has_replace(lines, edit))
+                note = note if lines is before else ""
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():
@@ -67,12 +72,14 @@ def _append_entry(lines: list[str], key: str, entry: list[str], note: str, *, pr
         return lines
     lines = _ensure_block(lines, key)
     _, end = _blocks(lines)[key]
-    return [*lines[:end], f"  # {note}", *entry, *lines[end:]]
+    return [*lines[:end], *([f"  # {note}"] if note else []), *entry, *lines[end:]]
 
 
 def _has_replace(lines: list[str], fix: ReplaceText) -> bool:
+    """An edit of the same file with the same `find` (one find can serve several files)."""
     text = "\n".join(lines)
-    return any(f"find: {q}" in text for q in (quote(fix.find), json.dumps(fix.find), fix.find))
+    finds = "|".join(re.escape(q) for q in (quote(fix.find), json.dumps(fix.find), fix.find))
+    return re.search(rf"file:\s*{re.escape(fix.file)}\s*\n\s*find:\s*(?:{finds})\s*$", text, re.MULTILINE) is not None
 
 
 def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:

@@ -105,7 +105,21 @@ class RocmTorch:
         return "require a ROCm torch in the target python (build isolation off)"
 
 
-Fix = SetEnv | ReplaceText | Require | MemoryPerJob | Expect | RocmTorch
+@dataclass(frozen=True)
+class Edits:
+    """Several `replace` edits that are one fix (the same mask in each of a package's sources)."""
+
+    edits: tuple[ReplaceText, ...]
+    says: str
+
+    def yaml(self) -> list[str]:
+        return ["patches:", *(line for edit in self.edits for line in edit.entry())]
+
+    def describe(self) -> str:
+        return self.says
+
+
+Fix = SetEnv | ReplaceText | Edits | Require | MemoryPerJob | Expect | RocmTorch
 
 
 def quote(text: str) -> str:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.fixes import Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
+from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
+from rocbuild.draft.masks import FULL, Mask, find_masks
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -34,6 +35,7 @@ class Evidence:
     text: str  # the line (or finding) itself
     value: str | None = None  # what the fix is made from: a variable, a flag, a module, a package
     file: str | None = None  # the build file the fix edits
+    also: tuple[Mask, ...] = ()  # the places one fix edits across the sources (warp masks)
 
 
 @dataclass
@@ -179,6 +181,16 @@ def cuda_header_source(files: BuildFiles, failure: re.Match[str]) -> Evidence | 
     return None
 
 
+def warp_masks(files: BuildFiles) -> Evidence | None:
+    """A literal 32-bit full lane mask (0xffffffff) handed to a warp sync builtin, in a call or in a *MASK*
+    macro or constant, in any C++/CUDA source of the tree."""
+    masks = find_masks(files.tree)
+    if not masks:
+        return None
+    first = masks[0]
+    return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(masks))
+
+
 def rocm_selector(files: BuildFiles) -> Evidence | None:
     """A variable that alone selects the ROCm path (ROCM_VERSION, USE_ROCM, ...)."""
     read = next((r for r in files.env if SELECTOR.match(r.name)), None)
@@ -274,6 +286,16 @@ def _set_from_files(files: Evidence | None, _failure: Evidence | None) -> Fix | 
         return None
     name, _, on = files.value.partition("=")
     return SetEnv(name, on or "1")
+
+
+def _wide_masks(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or not files.also:
+        return None
+    edits = tuple(ReplaceText(m.file, m.find, m.with_, regex=m.regex,
+                              says=f"widen the full lane mask to {FULL} in {m.file}") for m in files.also)
+    names = sorted({m.file for m in files.also})
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return Edits(edits, f"widen 32-bit full lane masks to {FULL} ({len(edits)} edits: {shown})")
 
 
 def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -398,10 +420,10 @@ TRAPS: tuple[Trap, ...] = (
              re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
          locate=cuda_header_source, draft=False, fixes="a replace edit"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
-         "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask (a wave has 64 lanes on Instinct) "
-         "and static_assert it; CUDA code passes 0xffffffff (fix the masks by hand: a diff: patch, as the "
-         "torch-scatter recipe does)", lambda _f, _e: None, log=(r"The mask must be a 64-bit int",), draft=False,
-         fixes="by hand"),
+         "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
+         "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
+         "a mask computed into a 32-bit variable needs a hand edit", _wide_masks,
+         log=(r"The mask must be a 64-bit int",), files=warp_masks, fixes="replace edits"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",

@@ -1,0 +1,101 @@
+"""32-bit lane masks handed to HIP's warp sync builtins (__shfl_*_sync, __ballot_sync, ...).
+
+From ROCm 7 (6.2 to 6.4 behind HIP_ENABLE_WARP_SYNC_BUILTINS, which cpp_extension sets) these builtins are
+templates that static_assert a 64-bit mask, and CUDA code passes 0xffffffff. The mask that means "every
+lane" on both wave sizes is all 64 bits: HIP itself drops the upper half on wave32 (gfx10/11/12), and on
+wave64 (Instinct) a 32-bit mask would leave half the wave out. So a literal full mask, in the call or in a
+*MASK* macro or constant, is widened; a mask computed into a 32-bit variable is left to a hand edit."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+FULL = "0xffffffffffffffffULL"
+# A literal 32-bit full mask as a builtin's first argument. One fixed-width look-behind per builtin, so the
+# replacement is plain text: a second run finds it and reports "already applied".
+# `_sync(` covers every builtin but __syncwarp (a package's own *_sync wrapper passes the mask on, too).
+CALL = r"(?:(?<=_sync\()|(?<=__syncwarp\())0x[fF]{8}[uU]?\b"
+# A full mask named once: `#define FULL_MASK (0xFFFFFFFF)`, `constexpr unsigned kFullMask = 0xffffffff;`.
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*MASK\w*[ \t]+\(?[ \t]*(?P<lit>0x[fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
+                    re.MULTILINE | re.IGNORECASE)
+CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:__device__[ \t]+)?"
+                      r"(?P<type>unsigned(?:[ \t]+int)?|uint32_t|unsigned)[ \t]+\w*[mM][aA][sS][kK]\w*[ \t]*=[ \t]*"
+                      r"(?P<lit>0x[fF]{8}[uU]?)[ \t]*;", re.MULTILINE)
+SOURCES = (".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".inl", ".tpp")
+SKIP_DIRS = {".git", "build", "dist", "__pycache__", ".eggs"}
+MAX_FILES = 4000  # a vendored tree (cutlass, CK) stops the scan before it costs seconds
+MAX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A place that hands a builtin a 32-bit full mask: `find` is the text to replace (CALL, a regex, for a call
+    site), `with_` what it becomes."""
+
+    file: str
+    line: int
+    text: str  # the source line
+    find: str
+    with_: str
+    regex: bool
+
+
+def find_masks(tree: Path) -> list[Mask]:
+    """Every file's first place of each kind (one replace edit per file and kind covers its others)."""
+    found: list[Mask] = []
+    for path in _sources(tree):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        rel = str(path.relative_to(tree))
+        call = re.search(CALL, text)
+        if call:
+            found.append(Mask(rel, _line(text, call.start()), _text(text, call.start()), CALL, FULL, True))
+        for match in [*DEFINE.finditer(text), *CONSTANT.finditer(text)]:
+            whole = match.group(0).strip()
+            wide = whole.replace(match.group("lit"), FULL)
+            if "type" in match.groupdict() and match.group("type"):
+                wide = re.sub(rf"\b{re.escape(match.group('type'))}\b", "unsigned long long", wide, count=1)
+            found.append(Mask(rel, _line(text, match.start()), whole, whole, wide, False))
+    return found
+
+
+def _sources(tree: Path) -> list[Path]:
+    """The tree's C/C++/CUDA/HIP sources, less what a build made: its build folders, and what torch's hipify
+    wrote beside the sources (a fix edits the sources; the next try starts from a fresh tree)."""
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        found += [Path(folder) / n for n in sorted(names) if n.endswith(SOURCES)]
+        if len(found) >= MAX_FILES:
+            break
+    rels = {str(p.relative_to(tree)) for p in found}
+    made = {hipified(rel) for rel in rels} & rels
+    return [p for p in found if str(p.relative_to(tree)) not in made and p.stat().st_size <= MAX_BYTES]
+
+
+def hipified(rel: str) -> str:
+    """Where torch's hipify (cpp_extension, an extension's tree) writes a source's HIP version:
+    torch.utils.hipify.hipify_python.get_hip_file_path with is_pytorch_extension."""
+    folder, name = os.path.split(rel)
+    root, ext = os.path.splitext(name)
+    ext = ".hip" if ext == ".cu" else ext
+    new_folder = folder.replace("cuda", "hip").replace("CUDA", "HIP").replace("THC", "THH")
+    root = root.replace("cuda", "hip").replace("CUDA", "HIP").replace("THC", "THH")
+    if new_folder == folder and root + ext == name:
+        root += "_hip"
+    return os.path.join(new_folder, root + ext)
+
+
+def _line(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+def _text(text: str, at: int) -> str:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start:end if end >= 0 else None].strip()
