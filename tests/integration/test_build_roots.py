@@ -198,7 +198,7 @@ def test_an_interrupt_reaches_the_step_inside_the_root(root, tmp_path, private_c
             run: [python, step.py, "{pids}"]
     """))
     argv = [sys.executable, "-m", "rocbuild", "build", str(recipe), "--root", root, "--arch", "gfx1100",
-            "--work", str(tmp_path / "w")]
+            "--work", str(tmp_path / "w"), "--no-confine"]  # pids from a sandbox's namespace mean nothing here
     proc, child, grandchild = start(argv, private_cache, pids)
     proc.send_signal(getattr(signal, sig))  # to rocbuild outside the root only
     out, err = proc.communicate(timeout=60)
@@ -234,3 +234,63 @@ def test_widened_warp_masks_compile_with_the_roots_hipcc(root, tmp_path):
                                    count=None, where="test"), src)
     after = rocbuild(*compile_)
     assert after.returncode == 0, after.stderr[-2000:]
+
+
+# Every way a step could change a root: files in /usr/local, /etc and /opt (the kit is there), the
+# machine's /tmp, and the root's own python. Each must be refused; the step goes on to say what happened.
+HOSTILE = r"""
+for f in /usr/local/marker /etc/marker /opt/marker /usr/lib/python3/dist-packages/marker.py; do
+  touch "$f" 2>/dev/null && echo "WROTE $f" || echo "refused $f"
+done
+python3 -c 'import urllib.request as u; u.urlopen("https://pypi.org/simple/", timeout=5)' 2>/dev/null \
+  && echo "REACHED the network" || echo "no network"
+ls /dev/kfd /dev/dri >/dev/null 2>&1 && echo "SAW the GPU" || echo "no GPU"
+"""
+
+
+def root_state(root: str) -> dict[str, object]:
+    """What a build must leave as it was: the package list, and every file's size, mode and mtime under
+    /usr/local, /opt (the build-only torch included), /etc and each python's site-packages."""
+    tree = Path(rocbuild("root", "path", root).stdout.strip())
+    state: dict[str, object] = {"dpkg": (tree / "var/lib/dpkg/status").read_bytes()}
+    places = ["usr/local", "opt", "etc", *(str(p.relative_to(tree)) for p in tree.glob("usr/lib/python3*/*-packages"))]
+    for place in places:
+        for dirpath, _dirs, files in os.walk(tree / place):
+            for name in files:
+                p = Path(dirpath) / name
+                st = p.lstat()
+                state[str(p.relative_to(tree))] = (st.st_size, st.st_mode, st.st_mtime_ns)
+    return state
+
+
+def test_a_confined_build_leaves_the_root_as_it_was(root, tmp_path, private_cache):
+    """hello-hip with a step that tries to write into the root, and a build whose step pip-installs into the
+    root's python: the first builds (its writes refused), the second fails; the root is unchanged."""
+    before = root_state(root)
+    text = (REPO / "recipes" / "hello-hip.yaml").read_text().replace("path: ../examples/hello-hip",
+                                                                     f"path: {REPO / 'examples' / 'hello-hip'}")
+    recipe = tmp_path / "hello-hostile.yaml"
+    recipe.write_text(text.replace("steps:\n", "steps:\n  - name: hostile\n    shell: |\n"
+                                   + textwrap.indent(HOSTILE.strip(), "      ") + "\n", 1))
+    built = rocbuild("build", recipe, "--root", root, "--arch", "gfx1100", "--out", tmp_path / "wh",
+                     "--work", tmp_path / "w", env=private_cache)
+    assert built.returncode == 0, built.stderr[-3000:]
+    said = (tmp_path / "w" / "logs" / "01-hostile.log").read_text()
+    lines = said.splitlines()
+    assert len([line for line in lines if line.startswith("refused /")]) == 4, said
+    assert "no network" in lines and "no GPU" in lines and not any(line.startswith("WROTE") for line in lines)
+    (wheel,) = (tmp_path / "wh").glob("*.whl")
+    pip = tmp_path / "pip.yaml"
+    pip.write_text(textwrap.dedent(f"""
+        schema: 1
+        name: pip-into-root
+        version: "1.0"
+        output: tree
+        source:
+          path: {tmp_path / "wh"}
+        steps:
+          - run: [python3, -m, pip, install, --no-index, --no-deps, --break-system-packages, {wheel.name}]
+    """))
+    failed = rocbuild("build", pip, "--root", root, "--work", tmp_path / "w2", env=private_cache)
+    assert failed.returncode != 0 and "Read-only file system" in failed.stderr, failed.stderr[-3000:]
+    assert root_state(root) == before

@@ -56,7 +56,7 @@ class FakeRunner:
         self.kept_open.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
-            shell: str | None = None) -> RunResult:
+            shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
         words = list(argv or [shell or ""])
         self.calls.append(" ".join(words))
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ def plan_for(tmp_path: Path, recipe: Path, rocm: Path, work: str = "w") -> Plan:
     # The recorded runner runs nothing, so there is no build environment to make (tests of it run it for real).
     return plan_of_request(BuildRequest(str(recipe), arch="gfx90a", rocm=str(rocm), out=str(tmp_path / "wheelhouse"),
                                  work=str(tmp_path / work), jobs=1, environ={"ROCBUILD_CCACHE": "0"},
-                                 build_env=False))
+                                 build_env=False, confine=False))
 
 
 def engine(plan: Plan, runner: FakeRunner, *, cache: BuildCache | None = None, toolchain: Toolchain = TOOLCHAIN,

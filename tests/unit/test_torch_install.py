@@ -85,7 +85,7 @@ class ProbeRunner:
         pass
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
-            shell: str | None = None) -> RunResult:
+            shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
         words = list(argv or [])
         self.calls.append(words)
         if words[1:2] != ["-c"]:
@@ -111,7 +111,7 @@ def plan(tmp_path: Path, rocm: str, torch_index: str | None = None) -> Plan:
     (tmp_path / "needs-torch.yaml").write_text(RECIPE)
     tree = make_rocm_tree(tmp_path / "opt", rocm)
     return plan_for(BuildRequest(str(tmp_path / "needs-torch.yaml"), arch="gfx1100", rocm=str(tree),
-                                 work=str(tmp_path / "w"), environ={"ROCBUILD_CCACHE": "0"}, build_env=False,
+                                 work=str(tmp_path / "w"), environ={"ROCBUILD_CCACHE": "0"}, build_env=False, confine=False,
                                  torch_index=torch_index))
 
 

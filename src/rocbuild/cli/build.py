@@ -92,6 +92,9 @@ def _in_root(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-build-env", action="store_true",
                    help="build wheels with the target python as it is, instead of a build environment layered on "
                         "it holding the recipe's requires.python and the project's build-system.requires")
+    p.add_argument("--no-confine", action="store_true",
+                   help="run build steps with this machine's network, files, GPU and environment, instead of "
+                        "each in a sandbox (bubblewrap) that sees none of them and writes only the work folder")
 
 
 def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool = True) -> BuildRequest:
@@ -100,7 +103,7 @@ def build_request(args: argparse.Namespace, inv: Invocation, *, need_archs: bool
         jobs=args.jobs, memory=args.memory, ref=args.ref, source_dir=args.source_dir, settings=tuple(args.set),
         recipe_dirs=tuple(args.recipes), local_version=args.local_version, need_archs=need_archs,
         build_env=not getattr(args, "no_build_env", False), environ=dict(inv.environ), root=inv.root,
-        torch_index=getattr(args, "torch_index", None),
+        torch_index=getattr(args, "torch_index", None), confine=not getattr(args, "no_confine", False),
     )
 
 
@@ -209,6 +212,10 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
 
         show.plan_text(plan, lambda line: print(line, file=sys.stderr))
     runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
+    confine = plan.host.confine
+    if not confine.on and confine.asked and plan.steps and confine.why not in _SAID:
+        _SAID.add(confine.why)  # once per command, not once per --try
+        print(f"note: build steps are not confined: {confine.why}", file=sys.stderr)
     if kit_fd is not None:
         runner.keep_open(kit_fd)  # a compile that outlives a killed rocbuild still holds the kit
     if args.install_missing and plan.requirements.torch is not None and Engine(plan, runner, progress).install_torch():
@@ -227,6 +234,9 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
     if stamp and result.wheels and inv.root is None and args.arch and not noop.wants_full_run(inv.argv):
         _stamp(inv, plan, result.wheels, stdout)
     return plan, result
+
+
+_SAID: set[str] = set()
 
 
 def _per_job(plan: Plan) -> int:

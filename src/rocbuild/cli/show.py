@@ -11,6 +11,7 @@ from rocbuild.compat import assert_never
 from rocbuild.detect.arch import ArchDetection
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
+from rocbuild.plan.confine import sandbox, writable
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import SHELL
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
@@ -43,6 +44,7 @@ def plan_text(plan: Plan, out: Out = print) -> None:
         out("build cache: when a wheel was already built from this exact build identity, it is verified again "
             "and reused, and no step runs (--no-cache builds anyway)")
     _prepare(plan, out)
+    _confinement(plan, out)
     out("steps:")
     for i, step in enumerate(plan.steps, 1):
         out(f"  {i}. {step.name} ({step.kind})   [{step.where}]")
@@ -56,6 +58,8 @@ def plan_text(plan: Plan, out: Out = print) -> None:
             out(f"     argv: {json.dumps(list(step.argv or ()))}")
         if step.wheel_dir is not None:
             out(f"     wheels: only what this step writes to {step.wheel_dir} (emptied first) are collected")
+        if step.network:
+            out("     network: allowed for this step (the recipe says `network: true`)")
     if plan.has_wheel_steps:
         label = f"+{plan.local_label}" if plan.local_label else "none (--local-version/recipe dropped it)"
         out(f"wheels: local version label {label}; provenance JSON (the build identity) added to the "
@@ -66,6 +70,17 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     _checks(plan, out)
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")
+
+
+def _confinement(plan: Plan, out: Out) -> None:
+    confine = plan.host.confine
+    if not confine.on or not plan.steps:
+        out(f"confinement: none: steps run with this machine's network, files, GPU and environment ({confine.why})")
+        return
+    out(f"confinement: each step runs in a sandbox ({confine.why}): no network, no GPU, the machine read-only "
+        f"but for {', '.join(writable(plan))} and its own /tmp ({plan.step_tmp}), no home folder, only the "
+        "variables above; step 1 is entered as")
+    out(f"    {shlex.join(sandbox(plan, plan.steps[0]))} ARGV")
 
 
 def _host(plan: Plan, out: Out) -> None:

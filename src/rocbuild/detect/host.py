@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from rocbuild.detect.arch import detect_archs, require_archs
 from rocbuild.detect.components import cmake_component_versions
+from rocbuild.detect.confine import NOT_CHECKED, Confinement, find_confinement
 from rocbuild.detect.gpu import GpuAccess, gpu_access
 from rocbuild.detect.jobs import available_memory, choose_jobs, cores
 from rocbuild.detect.python import PythonInfo, find_python
@@ -36,6 +37,7 @@ class Host:
     root: RootInfo | None = None  # the build root rocbuild runs in; None on the machine itself
     components: dict[str, str] = field(default_factory=dict)  # ROCm components it can see -> versions
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    confine: Confinement = NOT_CHECKED  # how build steps are confined (detect/confine.py)
 
     @property
     def path(self) -> str:
@@ -44,7 +46,8 @@ class Host:
 
 def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: int | None,
               environ: Mapping[str, str], root: RootInfo | None, need_archs: bool = True,
-              need_torch: bool = True, memory_per_job: int | None = None, memory: int | None = None) -> Host:
+              need_torch: bool = True, memory_per_job: int | None = None, memory: int | None = None,
+              confine: bool = True) -> Host:
     """`need_archs`: no GPU found and no --arch is an error (HostNotReady) before anything else is
     looked at; a recipe that compiles nothing for a GPU, and a lock, need none. `need_torch`: the
     target python's torch is read (a recipe that never mentions torch does without: one process less)."""
@@ -61,5 +64,6 @@ def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: i
         ccache=shutil.which("ccache") if env.get("ROCBUILD_CCACHE", "1") != "0" else None,
         torch=None if isinstance(probed, str) else probed.torch, root=root, environ=env,
         components=dict(root.components) if root is not None else cmake_component_versions(found_rocm),
+        confine=find_confinement(asked=confine, root=root, environ=env),
     )
     return host

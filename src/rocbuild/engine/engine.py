@@ -40,6 +40,7 @@ from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
+from rocbuild.plan.confine import sandbox, step_environment
 from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import Plan, Step
 from rocbuild.process.runner import StepRunner
@@ -277,8 +278,9 @@ class Engine:
             shutil.rmtree(step.wheel_dir, ignore_errors=True)
         if step.kind in ("cmake", "cmake-build"):
             self.plan.work.build.mkdir(parents=True, exist_ok=True)
-        result = self.runner.run(step.argv, cwd=step.cwd, env={**self.plan.base_env, **step.env}, log=log,
-                                 shell=step.shell)
+        box = sandbox(self.plan, step)
+        env = step_environment(self.plan, step) if box else {**self.plan.base_env, **step.env}
+        result = self.runner.run(step.argv, cwd=step.cwd, env=env, log=log, shell=step.shell, sandbox=box)
         if result.exit_code != 0:
             report = diagnose(read_log(log), report_context(self.plan))
             write_report(log, report)

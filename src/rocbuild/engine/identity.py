@@ -28,7 +28,7 @@ from rocbuild.fsutil import json_sha256
 from rocbuild.plan.model import DiffPatch, Plan, patch_record
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
-SCHEMA = 4  # 3: the ROCm components' versions; 4: torch-extension wheels pin their torch
+SCHEMA = 5  # 3: the ROCm components' versions; 4: torch-extension wheels pin their torch; 5: confined steps
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
 # that changed (steps), re-verifies (checks) or relabels (local_label); the recipe's text counts
 # through what it renders to (env, patches, steps), so editing a comment rebuilds nothing.
@@ -162,6 +162,8 @@ class BuildIdentity:
     steps: tuple[dict[str, Any], ...]  # each step as rendered at fixed locations
     checks: tuple[dict[str, Any], ...]
     local_label: str
+    confined: bool = False  # steps ran in a sandbox (no network, the machine read-only): never served to, nor
+    # from, a build that ran without one
     rocbuild: str = __version__
     schema: int = SCHEMA
 
@@ -209,7 +211,7 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
         toolchain=toolchain,
         python=python,
         env=dict(rendered.env),
-        host_env=host_build_env(environ),
+        host_env={} if host.confine.on else host_build_env(environ),  # a confined step gets none of it
         archs=tuple(host.archs),
         options=dict(plan.options),
         hsa_override=host.override,
@@ -217,6 +219,7 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
         steps=rendered.steps,
         checks=rendered.checks,
         local_label=rendered.local_label,
+        confined=host.confine.on,
     )
 
 

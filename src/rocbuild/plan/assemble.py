@@ -63,7 +63,7 @@ def plan_for(request: BuildRequest) -> Plan:
     host = find_host(arch=request.arch, rocm=request.rocm, python=request.python, jobs=request.jobs,
                      environ=request.environ, root=request.root, need_archs=chosen.need_archs,
                      need_torch=chosen.need_torch, memory_per_job=chosen.recipe.requires.memory_per_job,
-                     memory=request.memory)
+                     memory=request.memory, confine=request.confine)
     return assemble(request, chosen, host)
 
 

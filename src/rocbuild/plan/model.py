@@ -143,6 +143,7 @@ class Step:
     wheel_dir: str | None = None  # a wheel step's own output folder, emptied before it runs
     project: str | None = None  # a wheel step's project folder (its pyproject.toml names what it builds with)
     build_dir: str | None = None  # a cmake or cmake-build step's build folder
+    network: bool = False  # the recipe lets it reach the network (`network: true`); confined steps have none
 
     def command_line(self) -> str:
         return self.shell if self.shell is not None else shlex.join(self.argv or ())
@@ -162,7 +163,7 @@ class Step:
     def identity(self) -> dict[str, Any]:
         """What decides whether a finished step must run again (chained after the prepared tree)."""
         return {"name": self.name, "kind": self.kind, "argv": self.argv, "shell": self.shell,
-                "cwd": self.cwd, "env": self.env, "wheel_dir": self.wheel_dir}
+                "cwd": self.cwd, "env": self.env, "wheel_dir": self.wheel_dir, "network": self.network}
 
 
 # -- checks -----------------------------------------------------------------
@@ -301,6 +302,8 @@ class Plan:
         return bool(self.wheel_steps)
 
     def to_json(self) -> dict[str, Any]:
+        from rocbuild.plan.confine import sandbox
+
         r = self.host.rocm
         return {
             "recipe": {"name": self.recipe.name, "version": self.recipe.version, "path": str(self.recipe.path)},
@@ -319,7 +322,8 @@ class Plan:
             "env": self.base_env,
             "source": _source_json(self.source, self.work.src),
             "patches": [_patch_json(p) for p in self.patches],
-            "steps": [_step_json(s) for s in self.steps],
+            "confinement": self.host.confine.to_json(),
+            "steps": [{**_step_json(s), "sandbox": list(sandbox(self, s))} for s in self.steps],
             "verify": [{**check_identity(c), "where": c.where} for c in self.verify],
             "local_version": self.local_label or None,
             "runpath": self.recipe.runpath,

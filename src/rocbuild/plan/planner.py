@@ -19,6 +19,7 @@ from rocbuild.fsutil import within
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
 from rocbuild.paths import WorkDirs, cache_root, mirror_path, short_hash
 from rocbuild.plan.buildenv import FROM_TARGET_ONLY, IMPORT_CHECK, make_build_env
+from rocbuild.plan.confine import CONFINED_HOME, CONFINED_PASSED
 from rocbuild.plan.model import (
     BUILD_ONLY_LABEL,
     CANONICAL_ROOT,
@@ -170,7 +171,10 @@ def _step_tmp(host: Host, work: WorkDirs) -> Path:
     """The build's own TMPDIR. Debian's hipcc leaves an empty <source>-XXXXXX folder there for every
     compile (hundreds a build); the engine removes this folder when the steps end. Beside the user's
     TMPDIR rather than in the work folder: a path this short keeps room for the UNIX sockets tools make
-    there (108 bytes). A root binds the machine's /tmp only."""
+    there (108 bytes). A root binds the machine's /tmp only. A confined step sees it as its /tmp, so it
+    lies in the work area, on disk."""
+    if host.confine.on:
+        return work.root / "tmp"
     base = Path("/tmp") if host.root is not None else Path(host.environ.get("TMPDIR") or "/tmp")
     return base / f"rocbuild-{short_hash(str(work.root))}"
 
@@ -179,6 +183,8 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
               step_tmp: Path) -> dict[str, str]:
     """The environment every step gets: HIP's platform, ROCm's bin/, ccache, TMPDIR, the recipe's `env:`."""
     base_env = {"HIP_PLATFORM": "amd", "TMPDIR": str(step_tmp)}  # hipcc picks NVIDIA when it also sees nvcc
+    if host.confine.on:  # a confined step gets these variables and nothing else from this environment
+        base_env.update(confined_env(host))
     # The job count (detect/jobs.py: cores, memory, the recipe's memory per job) for what runs its own
     # parallel build: cmake --build and build backends calling it, torch's cpp_extension (ninja -j).
     base_env.update({name: str(host.jobs) for name in PARALLEL_ENV})
@@ -194,6 +200,16 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
         if _applies(r, cond):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
     return base_env
+
+
+def confined_env(host: Host) -> dict[str, str]:
+    """What a confined step starts from instead of rocbuild's own environment: PATH, a throwaway HOME in
+    its own /tmp (TMPDIR), the locale, and the ROCm locations and reproducibility settings given to rocbuild."""
+    # PYTHONNOUSERSITE: the home folder is thrown away, and pip would quietly install there (into ~/.local)
+    # instead of failing on a read-only site-packages.
+    env = {"PATH": host.path or os.defpath, "HOME": CONFINED_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+           "PYTHONNOUSERSITE": "1"}
+    return env | {k: host.environ[k] for k in CONFINED_PASSED if host.environ.get(k)}
 
 
 def _names(r: Renderer, items: tuple[Conditional, ...]) -> tuple[str, ...]:
@@ -453,7 +469,7 @@ def _entry_env(entry: StepSpec | CheckSpec, r: Renderer) -> dict[str, str]:
 def _step(entry: StepSpec, r: Renderer, host: Host, work: WorkDirs, wheel_python: str) -> Step:
     cwd = _in_src(work, r.text(entry.cwd, entry.pos, f"{entry.pos.key}.cwd") if entry.cwd else None, str(work.src))
     step = Step(name=entry.name, kind=entry.KIND, argv=None, cwd=cwd, env=_entry_env(entry, r),
-                where=entry.pos.describe())
+                where=entry.pos.describe(), network=entry.network)
     key = f"{entry.pos.key}.{entry.KIND}"
     match entry:
         case Shell():

@@ -29,4 +29,5 @@ class BuildRequest:
     refuse: bool = True  # `unsupported:` entries refuse now; `recipes check` reads sources and patches only
     environ: dict[str, str] = field(default_factory=dict)  # the environment rocbuild was started with
     root: RootInfo | None = None  # the build root rocbuild runs in
+    confine: bool = True  # build steps run confined where bubblewrap can (--no-confine: False)
     torch_index: str | None = None  # --torch-index: where --install-missing gets a ROCm torch (PyTorch's index if None)

@@ -34,6 +34,10 @@ SHELL = "/bin/bash"
 SHELL_HIDDEN_CODE = re.compile(r"^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|BASH_FUNC_.*)$")
 
 
+# A confined step's log says so: a refused write or a failed download reads differently then.
+CONFINED_NOTE = "; confined: no network unless the recipe allows it, only the work folder and /tmp writable"
+
+
 @dataclass(frozen=True)
 class RunResult:
     exit_code: int
@@ -42,8 +46,9 @@ class RunResult:
 
 class StepRunner(Protocol):
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-            log: Path, shell: str | None = None) -> RunResult:
-        """Run one command with env = os.environ + env; append its output to `log`."""
+            log: Path, shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+        """Run one command with env = os.environ + env; append its output to `log`. With a `sandbox` (a
+        bwrap argv up to `--`), the command runs under it with `env` alone."""
         ...
 
     def keep_open(self, fd: int) -> None:
@@ -91,23 +96,24 @@ class Runner:
         self.keep_fds.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-            log: Path, shell: str | None = None) -> RunResult:
-        """Run one command with env = os.environ + env; append its output to `log`."""
+            log: Path, shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+        """Run one command with env = os.environ + env; append its output to `log`. With a `sandbox` (a
+        bwrap argv up to `--`), the command runs under it with `env` alone."""
         from invoke.context import Context  # ~30 ms to import; probes and cached builds never need it
 
         from rocbuild.process.groups import GroupRunner
 
-        full_env = dict(os.environ)
+        full_env = {} if sandbox else dict(os.environ)
         full_env.update(env or {})
         full_env = step_env(full_env)
         command = [SHELL, "-c", shell] if shell is not None else list(argv or ())
         shown = shlex.join(command)
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(f"$ {shown}\n  (in {cwd})\n")
+            fh.write(f"$ {shown}\n  (in {cwd}{CONFINED_NOTE if sandbox else ''})\n")
             fh.flush()
             stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh)
-            runner = GroupRunner(Context(), command, str(cwd), self.keep_fds, self._governor(stream))
+            runner = GroupRunner(Context(), [*sandbox, *command], str(cwd), self.keep_fds, self._governor(stream))
             try:
                 result = runner.run(
                     shown, env=full_env, replace_env=True, out_stream=stream, err_stream=stream,

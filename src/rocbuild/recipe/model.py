@@ -239,6 +239,8 @@ class StepEntry(Placed):
     """environment for this step"""
     cwd: str | None = field(default=None, metadata=spec(TEXT, place="beside"))
     """the folder it runs in, relative to the tree"""
+    network: bool = field(default=False, metadata=spec(FLAG, place="beside"))
+    """the step may reach the network (a confined step has none); say why in a comment"""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,10 +22,9 @@ from pathlib import Path
 
 from rocbuild.errors import HostNotReady, UsageError
 from rocbuild.paths import cache_root, config_root
-from rocbuild.roots.info import IN_ROOT, RootInfo
+from rocbuild.roots.info import HOST_MOUNT, IN_ROOT, RootInfo
 from rocbuild.roots.store import Root
 
-HOST_MOUNT = "/run/rocbuild-host"
 # The root's own system: a folder of this machine can't be shared at these paths.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/boot", "/opt",
                "/proc", "/sys", "/dev", "/run")
@@ -80,8 +79,9 @@ def bwrap_prefix(root: Root, shares: Sequence[Share], cwd: Path, env: Mapping[st
     argv += ["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--ro-bind", "/sys", "/sys", "--tmpfs", "/run",
              "--ro-bind", "/", HOST_MOUNT, "--bind", "/tmp", "/tmp", "--ro-bind-try", "/etc/resolv.conf",
              "/etc/resolv.conf"]
-    if rootless:  # a user namespace in which this user is root
-        argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    if rootless:  # a user namespace in which this user is root, with the capabilities that let the
+        # confined steps inside make their own sandbox (a nested bubblewrap: detect/confine.py)
+        argv += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]
     for share in sorted(shares, key=lambda s: len(s.path.parts)):
         if share.path == Path("/tmp") or Path("/tmp") in share.path.parents:
             continue
@@ -97,6 +97,27 @@ def host_python_argv() -> list[str]:
     """This machine's Python (the one running rocbuild), started inside the root through this machine's
     loader and libraries, with rocbuild's import path."""
     exe = Path(sys.executable).resolve()
+    paths = [HOST_MOUNT + p for p in sys.path if p and os.path.exists(p)]
+    # This machine is read-only in the root, so Python could not save the bytecode of a module no
+    # command on this machine imported yet, and would compile it again in every command: it is kept
+    # in the (shared, writable) cache instead.
+    pycache = cache_root().resolve() / "pycache"
+    return [*host_loader_argv(), HOST_MOUNT + str(exe), "-E", "-s", "-X", f"pycache_prefix={pycache}", "-c", BOOT,
+            json.dumps(paths)]
+
+
+def host_bwrap_argv() -> tuple[str, ...]:
+    """This machine's bubblewrap, started inside the root the same way (the root need not have one): what
+    confines each build step there. Empty when this machine has none."""
+    import shutil
+
+    found = shutil.which("bwrap")
+    return (*host_loader_argv(), HOST_MOUNT + os.path.realpath(found)) if found else ()
+
+
+def host_loader_argv() -> list[str]:
+    """This machine's dynamic loader, as a program inside the root runs through it: its real file (the
+    root's own loader lies at the same path) and this machine's library folders."""
     loader = LOADERS.get(platform.machine())
     if loader is None:
         raise HostNotReady(f"--root: not supported on {platform.machine()} yet")
@@ -109,13 +130,7 @@ def host_python_argv() -> list[str]:
             libdirs += [Path(line.strip()) for line in file.read_text(errors="replace").splitlines()
                         if line.strip().startswith("/")]
     search = ":".join(HOST_MOUNT + str(d) for d in dict.fromkeys(libdirs) if d.is_dir())
-    paths = [HOST_MOUNT + p for p in sys.path if p and os.path.exists(p)]
-    # This machine is read-only in the root, so Python could not save the bytecode of a module no
-    # command on this machine imported yet, and would compile it again in every command: it is kept
-    # in the (shared, writable) cache instead.
-    pycache = cache_root().resolve() / "pycache"
-    return [HOST_MOUNT + os.path.realpath(loader), "--library-path", search, HOST_MOUNT + str(exe), "-E", "-s",
-            "-X", f"pycache_prefix={pycache}", "-c", BOOT, json.dumps(paths)]
+    return [HOST_MOUNT + os.path.realpath(loader), "--library-path", search]
 
 
 def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -129,7 +144,7 @@ def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) ->
     info = RootInfo(name=root.name, tree=str(root.tree), suite=root.info.get("suite"), mirror=root.info.get("mirror"),
                     id=ident["id"], rootless=os.geteuid() != 0, apt_target=root.apt_target,
                     versions=dict(ident["versions"]), components=dict(ident["components"]), enter=tuple(prefix_shown),
-                    image=_image_of(root))
+                    image=_image_of(root), bwrap=host_bwrap_argv())
     env[IN_ROOT] = info.encode()
     return env
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 IN_ROOT = "ROCBUILD_ROOT"  # set inside a root: its description, as JSON
+HOST_MOUNT = "/run/rocbuild-host"  # where the machine outside a root is seen from inside it (read-only)
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class RootInfo:
     components: dict[str, str] = field(default_factory=dict)  # the ROCm family's packages -> versions
     enter: tuple[str, ...] = ()  # the bwrap command that entered it, for `plan`
     image: str | None = None  # the container image it was made from (root create --image), with its id
+    bwrap: tuple[str, ...] = ()  # how a step inside starts the machine's bubblewrap (empty: it has none)
 
     @property
     def label(self) -> str:
@@ -40,7 +42,7 @@ class RootInfo:
         return "apt" if self.image else "Debian"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "enter": list(self.enter)}
+        return {**asdict(self), "enter": list(self.enter), "bwrap": list(self.bwrap)}
 
     def encode(self) -> str:
         return json.dumps(self.to_json())
@@ -63,7 +65,7 @@ def root_from_environ(environ: Mapping[str, str]) -> RootInfo | None:
         return value if isinstance(value, str) else None
 
     versions, components = data.get("versions"), data.get("components")
-    enter = data.get("enter")
+    enter, bwrap = data.get("enter"), data.get("bwrap")
     return RootInfo(
         name=data["name"], tree=str(data.get("tree") or ""), suite=text_or_none("suite"),
         mirror=text_or_none("mirror"), id=str(data.get("id") or "?"), rootless=bool(data.get("rootless")),
@@ -71,4 +73,5 @@ def root_from_environ(environ: Mapping[str, str]) -> RootInfo | None:
         versions={str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {},
         components={str(k): str(v) for k, v in components.items()} if isinstance(components, dict) else {},
         enter=tuple(str(a) for a in enter) if isinstance(enter, list) else (), image=text_or_none("image"),
+        bwrap=tuple(str(a) for a in bwrap) if isinstance(bwrap, list) else (),
     )
