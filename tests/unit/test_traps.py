@@ -321,3 +321,20 @@ def test_full_lane_masks_are_widened_in_the_sources_only(tmp_path):
     assert [p["replace"]["file"] for p in yaml.safe_load(text)["patches"]] == [e.file for e in fix.edits]
     assert text.count("# trap warp-mask-32bit") == 1 and apply_fix(text, fix, "again") == text
     load_recipe_text(text, tmp_path / "m.yaml")
+
+
+def test_cuda_only_headers_are_replaced_in_every_source_at_once(tmp_path):
+    # warp-rnnt 0.7.0: three sources, each including two of CUDA's own headers; one try used to fix one include
+    from rocbuild.draft.fixes import Edits
+
+    includes = "#include <device_atomic_functions.h>\n#include \"device_launch_parameters.h\"\n__global__ void k() {}\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "core.cu": includes, "core_gather.cu": includes, "core.hip": includes,
+                                "ok.cu": "#include <cuda_runtime.h>\n"})
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
+    fix = hits["cuda-only-header"].fix
+    assert isinstance(fix, Edits) and fix.describe().startswith("include HIP's runtime header instead of CUDA's own (4 edits")
+    assert sorted((e.file, e.find) for e in fix.edits) == sorted(
+        (f, line) for f in ("core.cu", "core_gather.cu")
+        for line in ("#include <device_atomic_functions.h>", '#include "device_launch_parameters.h"'))
+    assert {e.with_ for e in fix.edits} == {"#include <hip/hip_runtime.h>"}

@@ -1,4 +1,6 @@
-"""32-bit lane masks handed to HIP's warp sync builtins (__shfl_*_sync, __ballot_sync, ...).
+"""Edits of a package's C++/CUDA sources that one trap makes in every file at once.
+
+32-bit lane masks handed to HIP's warp sync builtins (__shfl_*_sync, __ballot_sync, ...).
 
 From ROCm 7 (6.2 to 6.4 behind HIP_ENABLE_WARP_SYNC_BUILTINS, which cpp_extension sets) these builtins are
 templates that static_assert a 64-bit mask, and CUDA code passes 0xffffffff. The mask that means "every
@@ -31,9 +33,9 @@ MAX_BYTES = 2_000_000
 
 
 @dataclass(frozen=True)
-class Mask:
-    """A place that hands a builtin a 32-bit full mask: `find` is the text to replace (CALL, a regex, for a call
-    site), `with_` what it becomes."""
+class SourceEdit:
+    """A place in a source file one replace edit fixes (a 32-bit full mask handed to a builtin, a CUDA-only
+    include): `find` is the text to replace (CALL, a regex, for a mask's call sites), `with_` what it becomes."""
 
     file: str
     line: int
@@ -43,10 +45,10 @@ class Mask:
     regex: bool
 
 
-def find_masks(tree: Path) -> list[Mask]:
+def find_masks(tree: Path) -> list[SourceEdit]:
     """Every file's first place of each kind (one replace edit per file and kind covers its others)."""
-    found: list[Mask] = []
-    for path in _sources(tree):
+    found: list[SourceEdit] = []
+    for path in sources(tree):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -54,17 +56,32 @@ def find_masks(tree: Path) -> list[Mask]:
         rel = str(path.relative_to(tree))
         call = re.search(CALL, text)
         if call:
-            found.append(Mask(rel, _line(text, call.start()), _text(text, call.start()), CALL, FULL, True))
+            found.append(SourceEdit(rel, _line(text, call.start()), _text(text, call.start()), CALL, FULL, True))
         for match in [*DEFINE.finditer(text), *CONSTANT.finditer(text)]:
             whole = match.group(0).strip()
             wide = whole.replace(match.group("lit"), FULL)
             if "type" in match.groupdict() and match.group("type"):
                 wide = re.sub(rf"\b{re.escape(match.group('type'))}\b", "unsigned long long", wide, count=1)
-            found.append(Mask(rel, _line(text, match.start()), whole, whole, wide, False))
+            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole, wide, False))
     return found
 
 
-def _sources(tree: Path) -> list[Path]:
+def cuda_includes(tree: Path, headers: dict[str, str]) -> list[SourceEdit]:
+    """Each include of one of CUDA's own `headers` that hipify leaves as it is, as the include of HIP's header
+    that declares the same (headers: CUDA's -> HIP's)."""
+    pattern = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?P<header>" + "|".join(map(re.escape, headers))
+                         + r")[>\"][^\n]*$", re.MULTILINE)
+    found: list[SourceEdit] = []
+    for path in sources(tree):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in pattern.finditer(text):
+            whole = match.group(0).strip()
+            found.append(SourceEdit(str(path.relative_to(tree)), _line(text, match.start()), whole, whole,
+                                    f"#include <{headers[match.group('header')]}>", False))
+    return found
+
+
+def sources(tree: Path) -> list[Path]:
     """The tree's C/C++/CUDA/HIP sources, less what a build made: its build folders, and what torch's hipify
     wrote beside the sources (a fix edits the sources; the next try starts from a fresh tree)."""
     found: list[Path] = []

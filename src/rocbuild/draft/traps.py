@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
-from rocbuild.draft.masks import FULL, Mask, find_masks
+from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -35,7 +35,7 @@ class Evidence:
     text: str  # the line (or finding) itself
     value: str | None = None  # what the fix is made from: a variable, a flag, a module, a package
     file: str | None = None  # the build file the fix edits
-    also: tuple[Mask, ...] = ()  # the places one fix edits across the sources (warp masks)
+    also: tuple[SourceEdit, ...] = ()  # the places one fix edits across the sources (warp masks, includes)
 
 
 @dataclass
@@ -167,18 +167,14 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
                 "cuda_profiler_api.h": "hip/hip_runtime_api.h"}
 
 
-def cuda_header_source(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
-    """The source line that includes the CUDA-only header a hipified file failed on: in core.cu (for
-    core.hip), core_cuda.cu or the file itself."""
-    hipified, header = failure.group("value"), failure.group("header")
-    stem = Path(hipified).name.removesuffix(".hip").removesuffix("_hip")
-    for path in sorted(files.tree.rglob("*")):
-        if path.suffix in (".cu", ".cuh", ".hip", ".h") and path.stem in (stem, f"{stem}_cuda"):
-            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                if re.match(rf"\s*#\s*include\s*[<\"]{re.escape(header)}[>\"]", line):
-                    rel = str(path.relative_to(files.tree))
-                    return Evidence(f"{rel}:{number}", line.strip(), f"{line.strip()}|{header}", rel)
-    return None
+def cuda_headers(files: BuildFiles) -> Evidence | None:
+    """An include of a CUDA-only header hipify leaves as it is (device_atomic_functions.h, ...), in any
+    C++/CUDA source of the tree."""
+    found = cuda_includes(files.tree, CUDA_HEADERS)
+    if not found:
+        return None
+    first = found[0]
+    return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(found))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -288,16 +284,6 @@ def _set_from_files(files: Evidence | None, _failure: Evidence | None) -> Fix | 
     return SetEnv(name, on or "1")
 
 
-def _wide_masks(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    if files is None or not files.also:
-        return None
-    edits = tuple(ReplaceText(m.file, m.find, m.with_, regex=m.regex,
-                              says=f"widen the full lane mask to {FULL} in {m.file}") for m in files.also)
-    names = sorted({m.file for m in files.also})
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    return Edits(edits, f"widen 32-bit full lane masks to {FULL} ({len(edits)} edits: {shown})")
-
-
 def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None:
         return None
@@ -325,12 +311,20 @@ def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | 
                        says=f"setup.py's nvcc probe runs hipcc instead ({files.where})")
 
 
-def _hip_header(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    if files is None or files.value is None or files.file is None:
-        return None
-    line, _, header = files.value.partition("|")
-    return ReplaceText(files.file, line, f"#include <{CUDA_HEADERS.get(header, 'hip/hip_runtime.h')}>",
-                       says=f"{files.file} includes HIP's runtime instead of CUDA's {header}")
+def _source_edits(what: str) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
+    """The fix of a trap whose detector found places across the sources: one replace edit per place, as one
+    fix that says `what` it does."""
+
+    def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+        if files is None or not files.also:
+            return None
+        edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=e.regex, says=f"{e.with_} in {e.file}")
+                      for e in files.also)
+        names = sorted({e.file for e in files.also})
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        return Edits(edits, f"{what} ({len(edits)} edits: {shown})")
+
+    return fix
 
 
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
@@ -416,13 +410,14 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-only-header", "a CUDA header hipify does not translate",
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
          "device_launch_parameters.h): HIP's runtime header declares what they do",
-         _hip_header, log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
+         _source_edits("include HIP's runtime header instead of CUDA's own"),
+         log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
              re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
-         locate=cuda_header_source, draft=False, fixes="a replace edit"),
+         files=cuda_headers, fixes="replace edits"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
-         "a mask computed into a 32-bit variable needs a hand edit", _wide_masks,
+         "a mask computed into a 32-bit variable needs a hand edit", _source_edits(f"widen 32-bit full lane masks to {FULL}"),
          log=(r"The mask must be a 64-bit int",), files=warp_masks, fixes="replace edits"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
