@@ -40,6 +40,17 @@ FAMILIES = {
                             "warp-mask-32bit"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
+    # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
+    "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
+                        "downloads-at-build"),
+    "blocked-git.log": ("tool", "Could not resolve host: github.com", "downloads-at-build"),
+    "blocked-cmake-git.log": ("tool", "Could not resolve host: github.com", "downloads-at-build"),
+    "blocked-cmake-url.log": ("cmake", "download-json-populate.cmake:170", "downloads-at-build"),
+    "blocked-curl.log": ("tool", "curl: (6) Could not resolve host: github.com", "downloads-at-build"),
+    "blocked-wget.log": ("tool", "unable to resolve host address", "downloads-at-build"),
+    "blocked-urllib.log": ("python", "Temporary failure in name resolution", "downloads-at-build"),
+    "write-refused-pip.log": ("tool", "Read-only file system", "write-outside-work"),
+    "gpu-probe-rocminfo.log": ("python", "Command '['rocminfo']' returned non-zero exit status 1", "gpu-at-build"),
 }
 
 
@@ -178,3 +189,11 @@ def test_an_option_that_takes_a_value_is_dropped_with_it_and_no_other_flag_is_bl
     (tmp_path / "setup.py").write_text(left)
     report = diagnose("clang++: error: no such file or directory: '2'\n", Context(tree=tmp_path))
     assert [h.fix for h in report.hits] == [None]
+
+
+@pytest.mark.parametrize("name, host", [("blocked-pip.log", "pypi.org"), ("blocked-git.log", "github.com"),
+                                        ("blocked-cmake-git.log", "github.com"), ("blocked-cmake-url.log", "github.com"),
+                                        ("blocked-curl.log", "github.com"), ("blocked-wget.log", "example.com")])
+def test_a_blocked_download_names_the_host_where_the_log_does(name, host):
+    shown = rendered(name)
+    assert f"blocked host: {host}" in [line.strip() for line in shown[:15]], "\n".join(shown)

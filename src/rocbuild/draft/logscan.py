@@ -24,6 +24,9 @@ TRACEBACK = re.compile(r"^(?P<indent>\s*)Traceback \(most recent call last\):\s*
 EXCEPTION = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|NotFound\w*)|KeyError|StopIteration)"
                        r"(?::\s?(?P<msg>.*))?$")
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# A tool's own failure, as it says it: git, curl, wget, and pip (a requirement it could not get or install).
+TOOL = re.compile(r"^(?P<tool>fatal|curl|wget|ERROR): (?P<msg>(?:unable to access|\(\d+\) |unable to resolve"
+                  r"|Could not find a version|No matching distribution|Could not install packages).*)$")
 # Signal 9: the kernel's OOM killer (or a user) took a compiler.
 KILLED = re.compile(r"Killed signal terminated program (?P<tool>\S+)|(?P<tool2>\S+): error: unable to execute command: Killed"
                     r"|(?P<tool3>\S+) frontend command failed due to signal 9|^\[exit (?:-9|137)\]$"
@@ -47,7 +50,7 @@ MAX_ERRORS = 200  # errors read from one log at most (a broken header repeats it
 class LogError:
     """One error, at its first appearance in the log; `count` how many times the same message came."""
 
-    kind: str  # compiler, #error, linker, cmake, python, killed, consequence
+    kind: str  # compiler, #error, linker, cmake, python, tool, killed, consequence
     line: int  # 1-based line of the log where it first stands
     text: str  # that line, as the tool wrote it (indentation stripped)
     message: str  # what is said, without the place: the key duplicates fold on
@@ -105,6 +108,10 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
         symbol = match.group("sym") or match.group("sym2")
         return LogError("linker", i + 1, line, f"{match.group('what') or match.group('what2')} {symbol}",
                         context=_around(lines, i, 1, 1)), i + 1
+    match = TOOL.match(line)
+    if match:
+        tool = {"fatal": "git", "ERROR": "pip"}.get(match.group("tool"), match.group("tool"))
+        return LogError("tool", i + 1, line, f"{tool}: {match.group('msg')}", context=_around(lines, i, 1, 1)), i + 1
     match = CONSEQUENCE.match(line)
     if match:
         return LogError("consequence", i + 1, line, _fold_numbers(line)), i + 1

@@ -103,6 +103,8 @@ def _trap(hit: Hit) -> list[str]:
     trap = hit.trap
     out = [f"known trap {trap.id}: {trap.title}", f"  why: {trap.why}", f"  evidence ({hit.evidence.where}): "
            f"{_short(hit.evidence.text)}"]
+    if trap.names and hit.evidence.value:
+        out.append(f"  {trap.names}: {hit.evidence.value}")
     if hit.files is not None and hit.files is not hit.evidence:
         out.append(f"  in the build files ({hit.files.where}): {_short(hit.files.text)}")
     if hit.fix is None:

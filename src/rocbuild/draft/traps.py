@@ -21,6 +21,15 @@ from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReadin
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
 # build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
 CPU_ONLY = ("cpu_only", "named_file_no_code", "no_file_matches", "runtime_only_unwanted")
+# A download that found no network: pip (urllib3 names the host), git, curl, wget, CMake's FetchContent and
+# ExternalProject, urllib. The host, where the line names one, is the value the report shows.
+NETWORK_FAILED = (r"host='(?P<value>[\w.-]+)', port=\d+\): (?:Failed to resolve|Max retries)",
+                  r"Could not resolve host:? '?(?P<value>[\w.-]+)",
+                  r"unable to resolve host address .(?P<value>[\w.-]+).",
+                  r"Resolving (?P<value>[\w.-]+) .*failed: Temporary failure in name resolution",
+                  r"downloading '\w+://(?P<value>[^/':]+)[^']*' failed",
+                  r"urlopen error", r"Temporary failure in name resolution", r"Failed to establish a new connection",
+                  r"Network is unreachable", r"Couldn't resolve host name")
 # ROCm's CMake packages and header folders, as --install-missing can bring them into a root.
 ROCM_PACKAGE = re.compile(r"^(?:hip\w*|roc\w+|rccl|miopen|MIOpen|composable_kernel|hsa-runtime64|amd_comgr|hsakmt)$")
 ROCM_HEADER = re.compile(r"^(?:hip(?:blas|blaslt|cub|fft|rand|sparse|solver|_bf16)\w*|roc\w+|rccl|miopen|thrust)/")
@@ -76,6 +85,7 @@ class Trap:
     after_failure: Callable[[BuildFiles], Evidence | None] | None = None  # the build files' detector once it failed
     draft: bool = True  # the drafter applies its fix when the build files show it
     fixes: str = ""  # what kind of recipe data the fix is, for the reference
+    names: str = ""  # what the value a log detector takes is (the report shows it): "blocked host", ...
 
     def on_log(self, line: str) -> re.Match[str] | None:
         return next((m for p in self.log for m in [re.search(p, line)] if m), None)
@@ -443,11 +453,27 @@ TRAPS: tuple[Trap, ...] = (
          _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
                      r"--offload-arch=(?:\s|$)"),
          files=native_arch, fixes="an env value"),
-    Trap("downloads-at-build", "the build downloads instead of compiling",
-         "a builder may have no network, and a prebuilt download is not built for the archs asked",
-         _set_from_files, log=(r"urlopen error", r"Temporary failure in name resolution", r"Could not resolve host",
-                               r"Failed to establish a new connection", r"Network is unreachable"),
-         files=downloads, fixes="an env value"),
+    Trap("downloads-at-build", "the build reaches the network",
+         "a confined step has no network, and a download is not built for the archs asked: give what it fetches as "
+         "a source or file entry of the recipe, or set the package's force-build variable so it compiles; only "
+         "where nothing else can do, say `network: true` for the step, with a comment why",
+         _set_from_files, log=NETWORK_FAILED, files=downloads, fixes="an env value", names="blocked host"),
+    Trap("write-outside-work", "a step writes outside its work folder",
+         "a confined step may write its work folder and its own /tmp only, never the system or the root (a pip "
+         "install into the system python, a header into /usr/local): point the write at the build folder or "
+         "TMPDIR, and what the build needs into requires: (rocbuild installs it, outside the steps)",
+         lambda _f, _e: None, log=(r"Read-only file system: '(?P<value>[^']+)'",
+                                   r"(?P<value>/\S+?)'?:? Read-only file system",
+                                   r"cannot (?:touch|create(?: directory)?) '?‘?(?P<value>/[^':’]+)"),
+         draft=False, fixes="by hand", names="refused write"),
+    Trap("gpu-at-build", "a build step asks the GPU",
+         "a confined step sees no GPU (no /dev/kfd, /dev/dri), and a builder may have none: give the archs with "
+         "--arch and the package's arch variable instead of a probe (rocminfo, hipGetDeviceCount)",
+         lambda _f, _e: None, log=(r"ROCk module is NOT loaded", r"(?:Unable to open|cannot open|failed to open).{0,20}/dev/kfd",
+                                   r"/dev/kfd.{0,40}(?:No such file|Permission denied)", r"hipErrorNoDevice",
+                                   r"no ROCm-capable device is detected",
+                                   r"['\"/](?:rocminfo|rocm_agent_enumerator|amdgpu-arch|rocm-smi)['\"].{0,20}returned non-zero"),
+         draft=False, fixes="by hand"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
@@ -492,7 +518,7 @@ class Hit:
 
     def to_json(self) -> dict[str, object]:
         return {"trap": self.trap.id, "title": self.trap.title, "why": self.trap.why,
-                "evidence": {"where": self.evidence.where, "text": self.evidence.text},
+                "evidence": {"where": self.evidence.where, "text": self.evidence.text, "value": self.evidence.value},
                 "build_files": {"where": self.files.where, "text": self.files.text} if self.files else None,
                 "fix": {"kind": type(self.fix).__name__, "text": "\n".join(self.fix.yaml()),
                         "says": self.fix.describe()} if self.fix else None}
