@@ -136,6 +136,9 @@ def test_split_arch_wheels_sit_side_by_side_in_the_index(tmp_path, rocbuild_whee
     """Also: the cells run rocbuild under Python 3.10, the oldest it supports (the ROCm 6.x images' python)."""
     result, store = run_workflow(tmp_path, rocbuild_wheel, "hello-hip", "--split-arch", "--python", "3.10")
     assert result.returncode == 0, (tmp_path / "act.log").read_text()[-5000:]
+    # The workflow let bubblewrap through (a no-op here), so the build steps ran confined: no "not confined" note.
+    log = result.stdout + result.stderr
+    assert "Allow bubblewrap's user namespaces" in log and "build steps are not confined" not in log
     rocm = host_rocm()
     wheels = index_wheels(store, rocm, "hello-hip")
     by_arch = {w.name.split("+")[1].split("-")[0].split(".")[-1]: w for w in wheels}

@@ -91,6 +91,13 @@ def test_workflow_passes_actionlint_and_matches_the_matrix(cli, tmp_path, recipe
     build_step = next(s for s in jobs["build"]["steps"] if s.get("name") == "Build")
     assert "${{" not in build_step["run"] and "${{" not in jobs["build"]["env"]["ROCBUILD_JOB"]
     assert '"$RECIPE" --arch "$ARCH"' in jobs["build"]["env"]["ROCBUILD_JOB"]
+    # Confined build steps: bubblewrap in the image, and the namespaces it needs let through, in the
+    # container (as root) and on a hosted runner (Ubuntu 24.04's AppArmor restricts them)
+    assert "bubblewrap" in jobs["build"]["env"]["ROCBUILD_JOB"] and "--no-confine" not in jobs["build"]["env"]["ROCBUILD_JOB"]
+    assert "--cap-add SYS_ADMIN --security-opt seccomp=unconfined" in build_step["run"]
+    allow = [s for s in jobs["build"]["steps"] if s.get("name", "").startswith("Allow bubblewrap")]
+    assert len(allow) == ("--runs-on" not in extra) and all("apparmor_restrict_unprivileged_userns=0" in s["run"]
+                                                             for s in allow)
     assert jobs["build"]["env"]["ROCBUILD_INSTALL"] == (extra[extra.index("--install") + 1] if "--install" in extra
                                                         else INSTALL)
     assert ("pages" in jobs) == ("--pages" in extra)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,13 @@ def test_numbers_keep_their_written_form(tmp_path):
                  "  ref: 1.10\n  commit: 0123456789012345678901234567890123456789\nsteps:\n  - run: [python, -V]\n")
     r = load_recipe(f)
     assert (r.version, r.source.ref, r.source.commit) == ("1.10", "1.10", "0123456789012345678901234567890123456789")
+
+
+def test_a_shipped_step_that_reaches_the_network_says_why():
+    """`network: true` lifts a confined step's network: a shipped recipe says why, in a comment just above."""
+    for path in sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml")):
+        lines = path.read_text().splitlines()
+        for n, line in enumerate(lines):
+            if re.match(r"^\s*(?:-\s+)?network:\s*true\b", line):
+                above = [text for text in lines[max(0, n - 3):n] if text.strip().startswith("#")]
+                assert above or "#" in line, f"{path.name}:{n + 1}: network: true without a comment saying why"

@@ -60,13 +60,20 @@ FREE_DISK = ("sudo rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /usr
              "/opt/hostedtoolcache/CodeQL /usr/local/share/powershell /usr/local/share/chromium\n"
              "sudo docker image prune --all --force\ndf -h /")
 
+# Where a runner may not (a self-hosted one without sudo), rocbuild builds unconfined and says why.
+ALLOW_USERNS = ("command -v bwrap >/dev/null || sudo apt-get install -y --no-install-recommends bubblewrap || true\n"
+                "if [ -e /proc/sys/kernel/apparmor_restrict_unprivileged_userns ]; then\n"
+                "  sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
+                "|| echo 'user namespaces stay restricted: build steps will run unconfined'\n"
+                "fi")
+
 # The build job, the same in a container and on a runner's own system. Its inputs are environment
 # variables: RECIPE, ARCH, PYTHON_VERSION, ROCM (the release asked for), ROCBUILD_INSTALL,
 # TORCH_INDEX, LOCAL_VERSION, and ROCBUILD_APT=1 where the job may install the build tools itself.
 JOB_SCRIPT = r"""
 if [ "${ROCBUILD_APT:-}" = 1 ]; then
   apt-get update
-  apt-get install -y --no-install-recommends git cmake make ccache ca-certificates python3 python3-venv
+  apt-get install -y --no-install-recommends git cmake make ccache ca-certificates python3 python3-venv bubblewrap
 fi
 # Python $PYTHON_VERSION: the system's own when it has that version, else one that uv installs.
 if command -v "python$PYTHON_VERSION" >/dev/null; then
@@ -293,7 +300,10 @@ def _build_job(matrix: Matrix, install: str, runs_on: tuple[str, ...], labels: s
     run_job = ('if [ "$IMAGE" = none ]; then\n'
                '  bash -euo pipefail -c "$ROCBUILD_JOB"\n'
                'else\n'
-               '  docker run --rm --user 0 -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
+               # bubblewrap confines each build step: as root in the container it needs CAP_SYS_ADMIN and
+               # namespaces that Docker's default seccomp and AppArmor profiles refuse
+               '  docker run --rm --user 0 --cap-add SYS_ADMIN --security-opt seccomp=unconfined \\\n'
+               '    --security-opt apparmor=unconfined -v "$PWD:$PWD" -w "$PWD" -e ROCM_PATH=/opt/rocm -e ROCBUILD_APT=1 \\\n'
                '    -e RECIPE -e ARCH -e ROCM -e PYTHON_VERSION -e TORCH_INDEX -e LOCAL_VERSION -e ROCBUILD_INSTALL \\\n'
                '    -e ROCBUILD_JOB "$IMAGE" bash -euo pipefail -c "$ROCBUILD_JOB"\n'
                "fi")
@@ -301,6 +311,9 @@ def _build_job(matrix: Matrix, install: str, runs_on: tuple[str, ...], labels: s
     if in_container and hosted:
         steps.append({"name": "Free disk space for the ROCm image", "if": "matrix.container != 'none'",
                       "run": FREE_DISK})
+    if hosted:  # Ubuntu 24.04 lets no unprivileged user namespace through AppArmor: bubblewrap needs one
+        steps.append({"name": "Allow bubblewrap's user namespaces (confined build steps)",
+                      "if": "matrix.container == 'none'", "run": ALLOW_USERNS})
     steps += [
         {"name": "Restore the rocbuild cache (sdists, ccache, build cache)", "id": "cache",
          "uses": ACTIONS["restore"],

@@ -52,7 +52,25 @@ def run_doctor(inputs: Inputs) -> list[DoctorCheck]:
         checks += torch_checks(env, rocm, amd_host)
         checks.append(extension_check(env, _extension_targets(detection.archs), rocm))
     checks.append(distributed_check(detection, wsl))
+    checks.append(confine_check(inputs))
     return checks
+
+
+def confine_check(inputs: Inputs) -> DoctorCheck:
+    """Whether build steps can run confined here (bubblewrap), and what to change where they cannot."""
+    from rocbuild.detect.confine import find_confinement
+    from rocbuild.roots.info import root_from_environ
+
+    if inputs.root is not None:
+        return DoctorCheck("confinement", "skip", "not looked at for a tree standing in for the machine")
+    found = find_confinement(asked=True, root=root_from_environ(inputs.environ), environ=inputs.environ)
+    if found.on:
+        return DoctorCheck("confinement", "ok", f"build steps run confined: {found.why} (no network, no GPU, the "
+                           "machine read-only but the work folder, no home, only the plan's environment)",
+                           details=found.to_json())
+    return DoctorCheck("confinement", "warn", f"build steps cannot be confined here: {found.why}",
+                       "a build still runs, unconfined, and says so; install bubblewrap and allow user namespaces "
+                       "for confined builds (--no-confine silences this)", details=found.to_json())
 
 
 def _extension_targets(archs: list[str]) -> list[str]:

@@ -354,7 +354,7 @@ def _patch_json(patch: PatchAction) -> dict[str, Any]:
 
 def _step_json(step: Step) -> dict[str, Any]:
     out: dict[str, Any] = {"name": step.name, "kind": step.kind, "argv": list(step.argv) if step.argv else None,
-                           "cwd": step.cwd, "env": step.env, "where": step.where}
+                           "cwd": step.cwd, "env": step.env, "where": step.where, "network": step.network}
     if step.shell is not None:
         out["shell"] = step.shell
     if step.wheel_dir is not None:

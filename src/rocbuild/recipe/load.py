@@ -563,7 +563,9 @@ class _Loader(ShapeReader):
             names.add(name)
             cwd = self.tstring(entry["cwd"], f"{key}.cwd", entry.value_marks["cwd"]) if "cwd" in entry else None
             env = self.env_map(entry["env"], f"{key}.env", entry.value_marks["env"]) if "env" in entry else ()
-            placed = {"name": name, "env": env, "cwd": cwd, "when": self.when(entry, key),
+            network = self.boolean(entry["network"], f"{key}.network", entry.value_marks["network"]) \
+                if "network" in entry else False
+            placed = {"name": name, "env": env, "cwd": cwd, "when": self.when(entry, key), "network": network,
                       "pos": self.pos(key, imark), "when_pos": self.when_at(entry, key)}
             out.append(self.step(kind, entry[kind], f"{key}.{kind}", entry.value_marks[kind], placed))
         return tuple(out)
