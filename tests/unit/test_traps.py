@@ -338,3 +338,18 @@ def test_cuda_only_headers_are_replaced_in_every_source_at_once(tmp_path):
         (f, line) for f in ("core.cu", "core_gather.cu")
         for line in ("#include <device_atomic_functions.h>", '#include "device_launch_parameters.h"'))
     assert {e.with_ for e in fix.edits} == {"#include <hip/hip_runtime.h>"}
+
+
+def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
+    # torch-harmonics 0.8.0: `cudaFuncGetAttributes(&attrs, empty_k)`, which HIP declares with `const void*`
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "k.cu": "CHECK_CUDA(cudaFuncGetAttributes(&attrs, empty_k));\n"
+                                        "cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"
+                                        "cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(done_k));\n"})
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
+    fix = hits["kernel-as-pointer"].fix
+    assert [(e.find, e.with_) for e in fix.edits] == [
+        ("CHECK_CUDA(cudaFuncGetAttributes(&attrs, empty_k));",
+         "CHECK_CUDA(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(empty_k)));"),
+        ("cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);",
+         "cudaFuncSetAttribute(reinterpret_cast<const void*>(kern<T>), cudaFuncAttributeMaxDynamicSharedMemorySize, n);")]

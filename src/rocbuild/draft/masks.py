@@ -81,6 +81,37 @@ def cuda_includes(tree: Path, headers: dict[str, str]) -> list[SourceEdit]:
     return found
 
 
+# CUDA's runtime has template overloads that take a kernel itself; HIP's take `const void*` only, and clang
+# finds no matching function. The kernel argument: the second of cudaFuncGetAttributes, the first of the others.
+KERNEL_SECOND = re.compile(r"\bcudaFuncGetAttributes\(\s*(?P<first>[^,()]+(?:\([^()]*\))?)\s*,\s*"
+                           r"(?P<kernel>[A-Za-z_][\w:<>]*)\s*\)")
+KERNEL_FIRST = re.compile(r"\bcudaFunc(?:SetAttribute|SetCacheConfig|SetSharedMemConfig)\(\s*"
+                          r"(?P<kernel>[A-Za-z_][\w:<>]*)\s*,")
+
+
+def kernel_pointers(tree: Path) -> list[SourceEdit]:
+    """Each line that hands a kernel itself to a CUDA runtime call HIP declares with `const void*`, as the same
+    line with the kernel cast (valid for CUDA too)."""
+    found: list[SourceEdit] = []
+    for path in sources(tree):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "cudaFunc" not in text:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            fixed = KERNEL_FIRST.sub(_cast, KERNEL_SECOND.sub(_cast, line))
+            if fixed != line:
+                rel = str(path.relative_to(tree))
+                found.append(SourceEdit(rel, number, line.strip(), line.strip(), fixed.strip(), False))
+    return found
+
+
+def _cast(match: re.Match[str]) -> str:
+    """The match with its kernel argument cast to `const void*`."""
+    text, at = match.group(0), match.start()
+    start, end = match.start("kernel") - at, match.end("kernel") - at
+    return f"{text[:start]}reinterpret_cast<const void*>({match.group('kernel')}){text[end:]}"
+
+
 def sources(tree: Path) -> list[Path]:
     """The tree's C/C++/CUDA/HIP sources, less what a build made: its build folders, and what torch's hipify
     wrote beside the sources (a fix edits the sources; the next try starts from a fresh tree)."""

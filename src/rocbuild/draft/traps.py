@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
-from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks
+from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks, kernel_pointers
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -195,6 +195,16 @@ def warp_masks(files: BuildFiles) -> Evidence | None:
         return None
     first = masks[0]
     return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(masks))
+
+
+def kernels_as_pointers(files: BuildFiles) -> Evidence | None:
+    """A kernel handed itself to cudaFuncGetAttributes, cudaFuncSetAttribute and the like, whose HIP versions take
+    `const void*` (CUDA's have template overloads), in any C++/CUDA source of the tree."""
+    found = kernel_pointers(files.tree)
+    if not found:
+        return None
+    first = found[0]
+    return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(found))
 
 
 def rocm_selector(files: BuildFiles) -> Evidence | None:
@@ -429,6 +439,12 @@ TRAPS: tuple[Trap, ...] = (
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
          "a mask computed into a 32-bit variable needs a hand edit", _source_edits(f"widen 32-bit full lane masks to {FULL}"),
          log=(r"The mask must be a 64-bit int",), files=warp_masks, fixes="replace edits"),
+    Trap("kernel-as-pointer", "a kernel handed to a HIP runtime call that takes a pointer",
+         "CUDA's cudaFuncGetAttributes and cudaFuncSetAttribute have overloads that take a kernel itself; HIP's take "
+         "`const void*` only, so clang finds no matching function: the kernel is cast (valid for CUDA too)",
+         _source_edits("cast the kernel to const void* where HIP's runtime takes a pointer"),
+         log=(r"no matching function for call to '(?P<value>hipFunc(?:GetAttributes|SetAttribute|SetCacheConfig"
+              r"|SetSharedMemConfig))'",), files=kernels_as_pointers, fixes="replace edits"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
