@@ -215,7 +215,8 @@ def test_after_a_cpu_only_build_a_force_variable_left_unset_for_its_cuda_flags_i
              "WITH_CUDA = force or (torch.version.cuda is not None and CUDA_HOME is not None)\n"
              "args = {'cxx': ['-O3']}\nif WITH_CUDA:\n    args['nvcc'] = ['-O3', '--use_fast_math']\n")
     files = BuildFiles.read(tree(tmp_path, {"setup.py": setup}))
-    assert [h.trap.id for h in in_build_files(files)] == []
+    # the draft drops the flag hipcc would refuse (dbscan-torch's third try met it), and leaves FORCE_CUDA unset
+    assert [h.trap.id for h in in_build_files(files)] == ["cuda-flag-for-hipcc"]
     hits = in_findings([("cpu_only", "x.whl: has no HIP device code")], files)
     assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA", "1"))]
 
@@ -353,3 +354,25 @@ def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
          "CHECK_CUDA(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(empty_k)));"),
         ("cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);",
          "cudaFuncSetAttribute(reinterpret_cast<const void*>(kern<T>), cudaFuncAttributeMaxDynamicSharedMemorySize, n);")]
+
+
+def test_the_draft_drops_every_cuda_only_flag_hipcc_is_given_in_one_fix(tmp_path):
+    # fpscan 0.1.2: -lineinfo and --use_fast_math in the nvcc list of a package that never tests for HIP
+    from rocbuild.draft.fixes import Edits
+
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+             "setup(name='f', ext_modules=[CUDAExtension('f._C', ['k.cu'], extra_compile_args={'cxx': ['-O3'],\n"
+             "    'nvcc': ['-O3', '-lineinfo',\n             '--use_fast_math', '-U__CUDA_NO_HALF_OPERATORS__']})],\n"
+             "    cmdclass={'build_ext': BuildExtension})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cuda-flag-for-hipcc"]
+    assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
+    text = draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    from rocbuild.engine.patch import apply_replace
+    from rocbuild.plan.model import ReplacePatch
+
+    for p in yaml.safe_load(text)["patches"]:
+        r = p["replace"]
+        apply_replace(ReplacePatch(file=r["file"], find=r["find"], replacement=r["with"], regex=r.get("regex", False),
+                                   count=None, where="test"), t)
+    assert "'nvcc': ['-O3', '-U__CUDA_NO_HALF_OPERATORS__']" in " ".join((t / "setup.py").read_text().split())

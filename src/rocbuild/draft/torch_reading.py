@@ -60,6 +60,7 @@ class TorchReading:
     gpu_tests: list[str] = field(default_factory=list)  # where each such test is, in the same order
     on_values: dict[str, str] = field(default_factory=dict)  # the literal a variable is compared with to turn it on
     notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
+    hip_flags: list[tuple[str, str]] = field(default_factory=list)  # (flag, where): CUDA-only flags hipcc is given
 
 
 def read_torch(tree: Path) -> TorchReading | None:
@@ -94,6 +95,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.kernels = [e for f in facts for e in f.extensions if e.side != "cuda" and e.device_sources is not False]
     reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
     reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
+    reading.hip_flags = _hip_flags(facts, aware=bool(reading.rocm_aware))
     return reading
 
 
@@ -337,6 +339,13 @@ def _cuda_flags(facts: list[PyFacts], *, aware: bool) -> list[str]:
             notes.append(f"CUDA-only flags {_flag_list(loose)} are behind no CUDA or HIP test: could not decide "
                          "whether hipcc gets them")
     return notes
+
+
+def _hip_flags(facts: list[PyFacts], *, aware: bool) -> list[tuple[str, str]]:
+    """The CUDA-only flags hipcc would surely be given (in a HIP branch, or anywhere in a package that never tests
+    for HIP), each once, with where it is written."""
+    sure = [t for f in facts for t in f.texts if CUDA_FLAG.match(t.text) and (t.side == "hip" or (t.side == "any" and not aware))]
+    return list(dict.fromkeys((t.text, t.where) for t in sure))
 
 
 def _flag_list(texts: list[Text]) -> str:

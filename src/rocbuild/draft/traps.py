@@ -240,6 +240,18 @@ def cuda_flag(files: BuildFiles, refused: str | None = None) -> Evidence | None:
     return None
 
 
+def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
+    """CUDA-only nvcc flags (--use_fast_math, -Xptxas, ...) that setup.py surely hands hipcc: in its HIP branch,
+    or anywhere when it never tests for HIP."""
+    flags = [(flag, where) for flag, where in (files.torch.hip_flags if files.torch else []) if where.startswith("setup.py:")]
+    drops = [(flag, where, _drop_flag(Evidence(where, flag, flag, "setup.py"), None)) for flag, where in flags]
+    found = tuple(SourceEdit("setup.py", int(where.split(":")[1]), flag, fix.find, "", True)
+                  for flag, where, fix in drops if isinstance(fix, ReplaceText))
+    if not found:
+        return None
+    return Evidence(flags[0][1], files.setup[found[0].line - 1].strip(), flags[0][0], "setup.py", found)
+
+
 def native_arch(files: BuildFiles) -> Evidence | None:
     """An arch variable whose default is 'native'."""
     torch = files.torch
@@ -355,6 +367,8 @@ def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | N
 
 
 def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    if files is not None and files.also and failure is None:  # the drafter: every flag hipcc is surely given
+        return _source_edits("drop CUDA-only flags hipcc refuses")(files, failure)
     if files is None or files.value is None or files.file is None:
         return None
     if failure is not None and failure.value and failure.value != files.value:
@@ -458,7 +472,7 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
-         files=cuda_flag, locate=refused_flag, draft=False, fixes="a replace edit"),
+         files=cuda_flags_for_hipcc, locate=refused_flag, fixes="a replace edit"),
     Trap("nvcc-flag-value", "an nvcc flag's value taken by clang for a file",
          "nvcc's options that take a value (--threads 2) are not clang's: clang drops the flag and reads the "
          "value as an input file", _drop_pair,
