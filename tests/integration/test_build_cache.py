@@ -78,9 +78,12 @@ def test_every_input_change_rebuilds(cli, tmp_path, repo, rocm61, monkeypatch):
     assert rebuilt()
     assert rebuilt(arch="gfx90a")  # archs
     assert rebuilt(rocm=make_rocm_tree(tmp_path / "opt62", "6.2.0"))  # ROCm version
-    monkeypatch.setenv("CFLAGS", "-O1")  # the environment that reaches the compiler
-    assert rebuilt()
-    assert rebuilt("--set", "gate=")  is False  # the option's default: same rendered plan
+    monkeypatch.setenv("CFLAGS", "-O1")
+    assert not rebuilt()  # a confined step never sees the caller's CFLAGS: nothing changed
+    assert rebuilt("--no-confine")  # unconfined: whether steps are confined is in the build identity
+    monkeypatch.delenv("CFLAGS")  # the environment that reaches the compiler of an unconfined step
+    assert rebuilt("--no-confine")
+    assert rebuilt("--set", "gate=")  is False  # the option's default: same rendered plan (confined, from the cache)
     assert rebuilt("--set", f"gate={recipe}")  # an option that changes a step
     # A new upstream commit behind the same branch.
     recipe.write_text(recipe.read_text().replace("ref: v1.0", "ref: main"))
@@ -91,7 +94,7 @@ def test_every_input_change_rebuilds(cli, tmp_path, repo, rocm61, monkeypatch):
     git(tmp_path / "upstream", "add", "README")
     git(tmp_path / "upstream", "commit", "-qm", "news")
     assert rebuilt("--set", f"gate={recipe}")
-    assert len(json.loads(cli("cache", "list", "--json")[1])["builds"]) == 8
+    assert len(json.loads(cli("cache", "list", "--json")[1])["builds"]) == 9
 
 
 def test_tampered_cache_entry_is_not_used(cli, tmp_path, repo, rocm61):
