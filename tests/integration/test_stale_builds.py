@@ -96,13 +96,17 @@ def test_a_toolchain_upgraded_in_place_rebuilds_and_clean_never_returns_the_old_
 
 
 def test_a_host_variable_that_reaches_the_compiler_rebuilds(cli, tmp_path, project, rocm61, monkeypatch):
+    """Unconfined, the caller's variables reach the steps: one that changes the compiler's output rebuilds.
+    A confined step gets none of them, so nothing changes."""
     recipe = write_recipe(tmp_path, project)
-    (wheel,), _ = build(cli, recipe, tmp_path, rocm61)
+    (wheel,), _ = build(cli, recipe, tmp_path, rocm61, "--no-confine")
     assert "HIPCC_COMPILE_FLAGS_APPEND=\n" in recorded(wheel)
     monkeypatch.setenv("HIPCC_COMPILE_FLAGS_APPEND", "--offload-compress")
-    (wheel,), err = build(cli, recipe, tmp_path, rocm61)
+    (wheel,), err = build(cli, recipe, tmp_path, rocm61, "--no-confine")
     assert "HIPCC_COMPILE_FLAGS_APPEND=--offload-compress" in recorded(wheel)
     assert "host_env changed since it was prepared" in err
+    (wheel,), err = build(cli, recipe, tmp_path, rocm61)
+    assert "HIPCC_COMPILE_FLAGS_APPEND=\n" in recorded(wheel)
 
 
 def test_a_changed_recipe_env_rebuilds(cli, tmp_path, project, rocm61):
