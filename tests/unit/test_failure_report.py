@@ -40,6 +40,8 @@ FAMILIES = {
                             "warp-mask-32bit"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
+    "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
+                             "vector-operators-redefined"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
                         "downloads-at-build"),

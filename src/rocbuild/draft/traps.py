@@ -459,6 +459,13 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("cast the kernel to const void* where HIP's runtime takes a pointer"),
          log=(r"no matching function for call to '(?P<value>hipFunc(?:GetAttributes|SetAttribute|SetCacheConfig"
               r"|SetSharedMemConfig))'",), files=kernels_as_pointers, fixes="replace edits"),
+    Trap("vector-operators-redefined", "CUDA's vector helper operators defined again over HIP's",
+         "HIP's float2/float3/int2... already define arithmetic operators (CUDA's have none), so a helper_math.h-style "
+         "header's own make the calls ambiguous; C++20's std::lerp clashes with its lerp: guard those definitions "
+         "with #if !defined(__HIP_PLATFORM_AMD__) (a diff: patch)",
+         lambda _f, _e: None,
+         log=(r"use of overloaded operator '\S+' is ambiguous \(with operand types '(?P<value>\w+)' \(aka 'HIP_vector_type",),
+         draft=False, fixes="by hand", names="vector type"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
