@@ -180,27 +180,23 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
 def cuda_headers(files: BuildFiles) -> Evidence | None:
     """An include of a CUDA-only header hipify leaves as it is (device_atomic_functions.h, ...), in any
     C++/CUDA source of the tree."""
-    found = cuda_includes(files.tree, CUDA_HEADERS)
-    if not found:
-        return None
-    first = found[0]
-    return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(found))
+    return _in_sources(cuda_includes(files.tree, CUDA_HEADERS))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
     """A literal 32-bit full lane mask (0xffffffff) handed to a warp sync builtin, in a call or in a *MASK*
     macro or constant, in any C++/CUDA source of the tree."""
-    masks = find_masks(files.tree)
-    if not masks:
-        return None
-    first = masks[0]
-    return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(masks))
+    return _in_sources(find_masks(files.tree))
 
 
 def kernels_as_pointers(files: BuildFiles) -> Evidence | None:
     """A kernel handed itself to cudaFuncGetAttributes, cudaFuncSetAttribute and the like, whose HIP versions take
     `const void*` (CUDA's have template overloads), in any C++/CUDA source of the tree."""
-    found = kernel_pointers(files.tree)
+    return _in_sources(kernel_pointers(files.tree))
+
+
+def _in_sources(found: list[SourceEdit]) -> Evidence | None:
+    """The evidence of a trap seen across the sources: its first place, with every place its fix edits."""
     if not found:
         return None
     first = found[0]
