@@ -152,3 +152,22 @@ def test_rootless_bubblewrap_makes_the_same_sandbox():
         shutil.rmtree(shared)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["read-only", "no-gpu", "65534", "written"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to become another user")
+def test_a_step_sandbox_nests_inside_a_root_entered_without_root():
+    """A root entered without root: the outer bubblewrap maps this user to root in a user namespace and keeps its
+    capabilities there (roots/enter.py), so the step's own sandbox (euid 0 inside: no --unshare-user) can be made."""
+    from rocbuild.detect.confine import PROBE
+
+    outer = ["bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL", "--ro-bind", "/", "/",
+             "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    script = "touch /usr/x 2>/dev/null || echo read-only; python3 -c 'import socket; print(socket.if_nameindex())'"
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *outer, "--", "bwrap", *PROBE, "--", "sh",
+            "-c", script]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["read-only", "[(1, 'lo')]"]
+    # without the capabilities the nested sandbox cannot be made: what enter.py's --cap-add ALL is for
+    without = [a for a in argv if a not in ("--cap-add", "ALL")]
+    assert subprocess.run(without, capture_output=True, text=True, check=False, cwd="/").returncode != 0
