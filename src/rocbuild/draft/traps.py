@@ -350,7 +350,7 @@ def _source_edits(what: str) -> Callable[[Evidence | None, Evidence | None], Fix
                       for e in files.also)
         names = sorted({e.file for e in files.also})
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        return Edits(edits, f"{what} ({len(edits)} edits: {shown})")
+        return Edits(edits, f"{what} ({len(edits)} edit{'s' if len(edits) != 1 else ''}: {shown})")
 
     return fix
 
