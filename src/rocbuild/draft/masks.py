@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,15 +46,11 @@ class SourceEdit:
     regex: bool
 
 
-def find_masks(tree: Path) -> list[SourceEdit]:
-    """Every file's first place of each kind (one replace edit per file and kind covers its others)."""
+def find_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Every file's first place of each kind (one replace edit per file and kind covers its others);
+    `texts`: the tree's sources (read_sources)."""
     found: list[SourceEdit] = []
-    for path in sources(tree):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        rel = str(path.relative_to(tree))
+    for rel, text in texts.items():
         call = re.search(CALL, text)
         if call:
             found.append(SourceEdit(rel, _line(text, call.start()), _text(text, call.start()), CALL, FULL, True))
@@ -66,17 +63,16 @@ def find_masks(tree: Path) -> list[SourceEdit]:
     return found
 
 
-def cuda_includes(tree: Path, headers: dict[str, str]) -> list[SourceEdit]:
+def cuda_includes(texts: Mapping[str, str], headers: dict[str, str]) -> list[SourceEdit]:
     """Each include of one of CUDA's own `headers` that hipify leaves as it is, as the include of HIP's header
     that declares the same (headers: CUDA's -> HIP's)."""
     pattern = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?P<header>" + "|".join(map(re.escape, headers))
                          + r")[>\"][^\n]*$", re.MULTILINE)
     found: list[SourceEdit] = []
-    for path in sources(tree):
-        text = path.read_text(encoding="utf-8", errors="replace")
+    for rel, text in texts.items():
         for match in pattern.finditer(text):
             whole = match.group(0).strip()
-            found.append(SourceEdit(str(path.relative_to(tree)), _line(text, match.start()), whole, whole,
+            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole,
                                     f"#include <{headers[match.group('header')]}>", False))
     return found
 
@@ -89,18 +85,16 @@ KERNEL_FIRST = re.compile(r"\bcudaFunc(?:SetAttribute|SetCacheConfig|SetSharedMe
                           r"(?P<kernel>[A-Za-z_][\w:<>]*)\s*,")
 
 
-def kernel_pointers(tree: Path) -> list[SourceEdit]:
+def kernel_pointers(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each line that hands a kernel itself to a CUDA runtime call HIP declares with `const void*`, as the same
     line with the kernel cast (valid for CUDA too)."""
     found: list[SourceEdit] = []
-    for path in sources(tree):
-        text = path.read_text(encoding="utf-8", errors="replace")
+    for rel, text in texts.items():
         if "cudaFunc" not in text:
             continue
         for number, line in enumerate(text.splitlines(), 1):
             fixed = KERNEL_FIRST.sub(_cast, KERNEL_SECOND.sub(_cast, line))
             if fixed != line:
-                rel = str(path.relative_to(tree))
                 found.append(SourceEdit(rel, number, line.strip(), line.strip(), fixed.strip(), False))
     return found
 
@@ -110,6 +104,17 @@ def _cast(match: re.Match[str]) -> str:
     text, at = match.group(0), match.start()
     start, end = match.start("kernel") - at, match.end("kernel") - at
     return f"{text[:start]}reinterpret_cast<const void*>({match.group('kernel')}){text[end:]}"
+
+
+def read_sources(tree: Path) -> dict[str, str]:
+    """The tree's sources (sources()) as relative path -> text, read once for every detector."""
+    texts: dict[str, str] = {}
+    for path in sources(tree):
+        try:
+            texts[str(path.relative_to(tree))] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return texts
 
 
 def sources(tree: Path) -> list[Path]:

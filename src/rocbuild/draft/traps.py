@@ -8,13 +8,14 @@ read text and codes only: this module imports neither verify nor the engine."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
-from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks, kernel_pointers
+from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks, kernel_pointers, read_sources
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -65,6 +66,12 @@ class BuildFiles:
         reading = read_torch(tree) if torch is True else torch if isinstance(torch, TorchReading) else None
         return cls(tree, setup.read_text(errors="replace").splitlines() if setup.is_file() else [],
                    cmake.read_text(errors="replace").splitlines() if cmake.is_file() else [], reading, env)
+
+    @functools.cached_property
+    def sources(self) -> dict[str, str]:
+        """The tree's C++/CUDA/HIP sources, relative path -> text: read once, for the detectors that look at
+        every source (lane masks, CUDA-only includes, kernels cast to pointers)."""
+        return read_sources(self.tree)
 
     def lines(self) -> list[tuple[str, int, str]]:
         return [("setup.py", n, t) for n, t in enumerate(self.setup, 1)] + \
@@ -180,19 +187,19 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
 def cuda_headers(files: BuildFiles) -> Evidence | None:
     """An include of a CUDA-only header hipify leaves as it is (device_atomic_functions.h, ...), in any
     C++/CUDA source of the tree."""
-    return _in_sources(cuda_includes(files.tree, CUDA_HEADERS))
+    return _in_sources(cuda_includes(files.sources, CUDA_HEADERS))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
     """A literal 32-bit full lane mask (0xffffffff) handed to a warp sync builtin, in a call or in a *MASK*
     macro or constant, in any C++/CUDA source of the tree."""
-    return _in_sources(find_masks(files.tree))
+    return _in_sources(find_masks(files.sources))
 
 
 def kernels_as_pointers(files: BuildFiles) -> Evidence | None:
     """A kernel handed itself to cudaFuncGetAttributes, cudaFuncSetAttribute and the like, whose HIP versions take
     `const void*` (CUDA's have template overloads), in any C++/CUDA source of the tree."""
-    return _in_sources(kernel_pointers(files.tree))
+    return _in_sources(kernel_pointers(files.sources))
 
 
 def _in_sources(found: list[SourceEdit]) -> Evidence | None:
