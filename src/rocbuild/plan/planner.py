@@ -182,7 +182,8 @@ def _step_tmp(host: Host, work: WorkDirs) -> Path:
 def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Path | None,
               step_tmp: Path) -> dict[str, str]:
     """The environment every step gets: HIP's platform, ROCm's bin/, ccache, TMPDIR, the recipe's `env:`."""
-    base_env = {"HIP_PLATFORM": "amd", "TMPDIR": str(step_tmp)}  # hipcc picks NVIDIA when it also sees nvcc
+    # hipcc picks NVIDIA when it also sees nvcc; a confined step sees its TMPDIR as its /tmp
+    base_env = {"HIP_PLATFORM": "amd", "TMPDIR": "/tmp" if host.confine.on else str(step_tmp)}
     if host.confine.on:  # a confined step gets these variables and nothing else from this environment
         base_env.update(confined_env(host))
     # The job count (detect/jobs.py: cores, memory, the recipe's memory per job) for what runs its own
@@ -207,8 +208,7 @@ def confined_env(host: Host) -> dict[str, str]:
     its own /tmp (TMPDIR), the locale, and the ROCm locations and reproducibility settings given to rocbuild."""
     # PYTHONNOUSERSITE: the home folder is thrown away, and pip would quietly install there (into ~/.local)
     # instead of failing on a read-only site-packages.
-    env = {"PATH": host.path or os.defpath, "HOME": CONFINED_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-           "PYTHONNOUSERSITE": "1"}
+    env = {"PATH": host.path or os.defpath, "HOME": CONFINED_HOME, "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1"}
     return env | {k: host.environ[k] for k in CONFINED_PASSED if host.environ.get(k)}
 
 
