@@ -49,7 +49,7 @@ HIPIFY_INCLUDES = (
     "aten/src/ATen/native/transformers/cuda/sdp_utils.h",
     "aten/src/ATen/native/transformers/cuda/mem_eff_attention/debug_utils.h",
     "aten/src/ATen/native/transformers/cuda/mem_eff_attention/gemm_kernel_utils.h",
-    "aten/src/ATen/native/transformers/cuda/mem_eff_attention/pytorch_utils.h", "torch/*")
+    "aten/src/ATen/native/transformers/cuda/mem_eff_attention/pytorch_utils.h", "aten/src/THC/*", "torch/*")
 HIPIFY_IGNORES = ("*/hip/*", "aten/src/ATen/core/*", "aten/src/ATen/cuda/CUDAConfig.h", "torch/include/*")
 # Where each header folder of an install sits in PyTorch's source tree (hipify tells PyTorch's files by it).
 # torch/headeronly (torch >= 2.9) is under torch/ too, so build_amd.py's "torch/*" hipifies it in place: its
@@ -64,6 +64,19 @@ HIP_LIBRARIES = {"c10_hip": ("c10/hip/",), "torch_hip": ("ATen/hip/", "ATen/nati
 UNREADABLE_HEADERS = ("c10/hip/driver_api.h", "ATen/hip/impl/HIPAllocatorMasqueradingAsCUDA.h")
 # The configured headers a ROCm build writes (CMake fills CUDAConfig.h.in and hip_cmake_macros.h.in);
 # neither template ships in an install, so they are written from what the templates hold.
+# aten/src/THC of the torch release, kept for extensions that include <THC/THCAtomics.cuh> (torchvision's
+# old kernels, DCNv3/v4, mmcv ops). A CPU install (Debian's) has no THC; PyTorch's ROCm build hipifies it to
+# THH and its wheel ships torch/include/THH (setup.py's package data), which cpp_extension's ROCm path puts
+# on the include path. So the two files, as torch 2.14's aten/src/THC/CMakeLists.txt installs them, go into
+# the source tree before hipify, which writes aten/src/THH from them.
+THC_GUARD = ("#if !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)\n#pragma once\n{body}\n#else\n"
+             '#error "This file should not be included when either TORCH_STABLE_ONLY or TORCH_TARGET_VERSION is '
+             'defined."\n#endif  // !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)\n')
+THC_HEADERS = {
+    "THCAtomics.cuh": THC_GUARD.format(body="// TODO: Remove once torchvision has been updated to use the ATen header\n"
+                                            "#include <ATen/cuda/Atomic.cuh>\n"),
+    "THCDeviceUtils.cuh": THC_GUARD.format(body="// TODO: Remove this header\n#include <ATen/cuda/DeviceUtils.cuh>\n"),
+}
 HIP_CONFIG = """\
 #pragma once
 // Written by rocbuild for a build-only ROCm torch, as a ROCm build configures ATen/cuda/CUDAConfig.h.in.

@@ -28,6 +28,7 @@ from rocbuild.torchkit.kit import (
     IS_COMPILED,
     MARKER,
     SOURCE_LAYOUT,
+    THC_HEADERS,
     UNREADABLE_HEADERS,
     KitInfo,
     kit_python,
@@ -185,13 +186,17 @@ def _source_tree(src: Path) -> None:
     for installed, in_source in SOURCE_LAYOUT:
         (src / in_source).parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(DEBIAN_INCLUDE / installed, src / in_source, symlinks=True)
+    (src / "aten" / "src" / "THC").mkdir(parents=True)
+    for name, text in THC_HEADERS.items():
+        (src / "aten" / "src" / "THC" / name).write_text(text)
 
 
 def _install_headers(src: Path, include: Path) -> None:
-    """The hipified tree into torch/include as a ROCm wheel lays it out, with the configured headers a
+    """The hipified tree into torch/include as a ROCm wheel lays it out (THC as THH), with the configured headers a
     ROCm build writes (ATen's CUDAConfig.h and HIPConfig.h, c10's hip_cmake_macros.h)."""
     for installed, in_source in SOURCE_LAYOUT:
         shutil.copytree(src / in_source, include / installed, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(src / "aten" / "src" / "THH", include / "THH", dirs_exist_ok=True)
     hipified = {installed for installed, _ in SOURCE_LAYOUT}
     for name in os.listdir(DEBIAN_INCLUDE / "torch"):
         if f"torch/{name}" not in hipified:
