@@ -40,6 +40,8 @@ FAMILIES = {
                             "warp-mask-32bit"),
     "hipify-name-collision.log": ("linker", "multiple definition of `statistics_cuda(at::Tensor const&)'",
                                   "hipify-name-collision"),
+    "cuda-feature-missing.log": ("compiler", "fatal error: 'cooperative_groups/memcpy_async.h' file not found",
+                                 "cuda-feature-missing"),
     "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
                              "vector-operators-redefined"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
@@ -199,3 +201,11 @@ def test_an_option_that_takes_a_value_is_dropped_with_it_and_no_other_flag_is_bl
 def test_a_blocked_download_names_the_host_where_the_log_does(name, host):
     shown = rendered(name)
     assert f"blocked host: {host}" in [line.strip() for line in shown[:15]], "\n".join(shown)
+
+
+def test_a_cuda_feature_hip_lacks_is_not_taken_for_a_missing_rocm_package():
+    shown = rendered("cuda-feature-missing.log")
+    assert "    fix: by hand (see why): no recipe data fixes it" in shown
+    assert not any("rocm-package-missing" in line for line in shown)
+    # a ROCm header that is only not installed still is one
+    assert any("known trap rocm-package-missing" in line for line in rendered("rocm-header-missing.log"))

@@ -107,6 +107,9 @@ def _trap(hit: Hit) -> list[str]:
         out.append(f"  {trap.names}: {hit.evidence.value}")
     if hit.files is not None and hit.files is not hit.evidence:
         out.append(f"  in the build files ({hit.files.where}): {_short(hit.files.text)}")
+    if hit.fix is None and trap.fixes == "by hand":
+        out.append("  fix: by hand (see why): no recipe data fixes it")
+        return out
     if hit.fix is None:
         out.append("  fix: none that can be written for you: the build files do not show where (see why)")
         return out

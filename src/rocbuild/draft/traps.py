@@ -184,6 +184,12 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
                 "cuda_profiler_api.h": "hip/hip_runtime_api.h"}
 
 
+# CUDA headers of features HIP does not have (hipify maps the others): a failure to find one is not a
+# ROCm package missing.
+CUDA_ONLY_FEATURES = (r"cooperative_groups/(?:memcpy_async|reduce|scan)\.h|cuda/[\w/.]+|cuda_(?:pipeline|awbarrier)\w*\.h"
+                      r"|mma\.h|cute/[\w/.]+|cutlass/[\w/.]+|nvtx3/[\w/.]+|nvToolsExt\.h")
+
+
 def cuda_headers(files: BuildFiles) -> Evidence | None:
     """An include of a CUDA-only header hipify leaves as it is (device_atomic_functions.h, ...), in any
     C++/CUDA source of the tree."""
@@ -514,10 +520,17 @@ TRAPS: tuple[Trap, ...] = (
                                    r"no ROCm-capable device is detected",
                                    r"['\"/](?:rocminfo|rocm_agent_enumerator|amdgpu-arch|rocm-smi)['\"].{0,20}returned non-zero"),
          draft=False, fixes="by hand"),
+    Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
+         "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
+         "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX): no package brings them; the code "
+         "that uses them must be ported, or left out of the ROCm build, by hand",
+         lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
+                                   r"|No such file)",), draft=False, fixes="by hand", names="CUDA header"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
-                             r"fatal error: '?(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? (?:file not found|No such file)"),
+                             r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r")\b)(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
+                             r"(?:file not found|No such file)"),
          draft=False, fixes="a build requirement"),
     Trap("compiler-killed", "a compiler killed by signal 9",
          "most often out of memory: too many parallel compile jobs for the memory one job takes",
