@@ -197,3 +197,19 @@ def test_a_setuptools_project_that_passes_cmake_args_on_gets_its_switches_there(
     assert " -DCMAKE_HIP_COMPILER=${{ rocm.hip_compiler }}" in args
     assert "setup.py passes CMAKE_ARGS on to cmake (setup.py:3)" in text and "-DGGML_HIP" not in text.split("env:")[0]
     load_recipe_text(text, tmp_path / "w.yaml")
+
+
+def test_an_opt_in_variable_that_gates_the_whole_extension_is_set(tmp_path):
+    # torch-linear-assignment 0.1.0's shape: no extension at all unless a variable opts in; its draft came out
+    # with none, and a wheel with no ELF file.
+    t = tree(tmp_path, {"setup.py": HEAD + (
+        "def modules():\n"
+        "    if os.environ.get('TLA_BUILD_LEGACY_CUDA') != '1':\n        return []\n"
+        "    ok = torch.backends.cuda.is_built() and (os.environ.get('FORCE_CUDA') == '1' or torch.cuda.is_available())\n"
+        "    return [CUDAExtension('pkg._backend', ['a.cpp', 'b.cu'])]\n")})
+    found = variables(t)
+    assert (found["TLA_BUILD_LEGACY_CUDA"].kind, found["TLA_BUILD_LEGACY_CUDA"].value) == ("force", "1")
+    assert found["FORCE_CUDA"].value == "1"
+    # words that only look alike are not taken for one
+    t2 = tree(tmp_path / "2", {"setup.py": HEAD + "x = os.environ.get('BUILD_CUDA_DOCS_DIR')\n"})
+    assert variables(t2)["BUILD_CUDA_DOCS_DIR"].kind != "force"

@@ -21,7 +21,7 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
                        r"|-arch=sm_\w+|-?-diag-suppress\b.*|-Xcudafe\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
-                   r"|^BUILD_\w*EXT$")
+                   r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
 JOBS = re.compile(r"^MAX_JOBS$|_JOBS$|THREADS$|PARALLEL")
 TARGET = re.compile(r"(?:^|_)BUILD_TARGET$|TARGET_DEVICE$")
