@@ -42,6 +42,8 @@ FAMILIES = {
                                   "hipify-name-collision"),
     "cuda-feature-missing.log": ("compiler", "fatal error: 'cooperative_groups/memcpy_async.h' file not found",
                                  "cuda-feature-missing"),
+    "cmake-cuda-only.log": ("cmake", "CMake Error at /usr/share/cmake-4.3/Modules/Internal/CMakeCUDAFindToolkit.cmake",
+                            "cmake-cuda-only"),
     "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
                              "vector-operators-redefined"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

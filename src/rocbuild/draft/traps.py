@@ -296,6 +296,17 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
     return Evidence(torch.jit, f"cpp_extension.load at {torch.jit}", ",".join(torch.jit_sources))
 
 
+def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
+    """A top CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA))."""
+    text = "\n".join(files.cmake)
+    if re.search(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|USE_ROCM|\bhip::", text):
+        return None
+    for number, line in enumerate(files.cmake, 1):
+        if re.search(r"\bproject\s*\([^)]*\bCUDA\b|enable_language\s*\(\s*CUDA\b", line):
+            return Evidence(f"CMakeLists.txt:{number}", line.strip())
+    return None
+
+
 def runtime_binding(files: BuildFiles) -> Evidence | None:
     """A CMake project that links HIP's runtime (hip::host, amdhip64) and compiles no HIP source."""
     if files.torch is not None or not files.cmake:
@@ -526,6 +537,11 @@ TRAPS: tuple[Trap, ...] = (
          "that uses them must be ported, or left out of the ROCm build, by hand",
          lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
                                    r"|No such file)",), draft=False, fixes="by hand", names="CUDA header"),
+    Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
+         "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
+         "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
+         lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found"),
+         after_failure=cmake_cuda_only, draft=False, fixes="by hand"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
