@@ -40,10 +40,14 @@ def hand_script(plan: dict[str, Any], work: Path, hand: Path, tree: Path, builde
     lines = ["set -e", f"rm -rf {shlex.quote(str(hand))}", f"mkdir -p {shlex.quote(str(hand))}",
              f"cp -a {shlex.quote(str(tree))} {shlex.quote(str(hand / 'src'))}",
              f"ln -s {shlex.quote(str(buildenv))} {shlex.quote(str(hand / 'buildenv'))}"]
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in plan["env"].items()]
+    # Every path into the planned work folder moves to the hand run's own. The plan's TMPDIR is made again:
+    # rocbuild removes its steps' TMPDIR when they end, and CMake's compiler check then cannot make a
+    # temporary file ("clang++: error: unable to make temporary file").
+    lines += [f"export {k}={shlex.quote(v.replace(str(work), str(hand)))}" for k, v in plan["env"].items()]
+    lines += ['mkdir -p "$TMPDIR"']
     for step in plan["steps"]:
         argv = [a.replace(str(work), str(hand)) for a in step["argv"]]
-        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in step["env"].items())
+        envs = " ".join(f"{k}={shlex.quote(v.replace(str(work), str(hand)))}" for k, v in step["env"].items())
         cwd = step["cwd"].replace(str(work), str(hand))
         lines.append(f"(cd {shlex.quote(cwd)} && {envs} {shlex.join(argv)})".replace("&&  ", "&& "))
     return "\n".join(lines) + "\n"
