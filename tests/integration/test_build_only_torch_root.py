@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -67,6 +68,37 @@ steps:
 verify:
   - code-objects: {files: "addone_ext*.so", links: [libamdhip64, libc10_hip, libtorch_hip]}
   - import: addone_ext
+"""
+
+
+# A CMake-driven torch extension, as vLLM's CMakeLists.txt finds torch: its HIP path only where torch's CMake
+# package says ROCm. The kernel asks c10_hip (the stream) and torch_hip (warp_size); linked --no-undefined.
+CMAKE_PROJECT = """\
+cmake_minimum_required(VERSION 3.25)
+project(cmext LANGUAGES CXX)
+find_package(Torch REQUIRED)
+if(NOT PYTORCH_FOUND_HIP)
+  message(FATAL_ERROR "torch's CMake package is not a ROCm build: no HIP path")
+endif()
+add_library(cmext SHARED kernel.hip)
+set_target_properties(cmext PROPERTIES HIP_ARCHITECTURES "${PYTORCH_ROCM_ARCH}")
+target_link_libraries(cmext PRIVATE ${TORCH_LIBRARIES})
+target_link_options(cmext PRIVATE -Wl,--no-undefined)
+"""
+CMAKE_KERNEL = """\
+#include <ATen/hip/HIPContext.h>
+#include <torch/torch.h>
+
+__global__ void add_one(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+
+void add_one_hip(torch::Tensor x) {
+  TORCH_CHECK(at::hip::warp_size() > 0, "no warp");
+  int n = x.numel();
+  add_one<<<(n + 255) / 256, 256, 0, at::hip::getCurrentHIPStream()>>>(x.data_ptr<float>(), n);
+}
 """
 
 
@@ -205,3 +237,29 @@ def test_the_kit_as_a_wheel_is_installed_from_an_index_and_built_against(root, k
         assert version.stdout.split() == ["2.14.1+rocm7.2.buildonly", "True"], version.stderr
     finally:
         rocbuild("root", "run", root, "--", "rm", "-rf", venv)
+
+
+def test_a_cmake_torch_extension_takes_the_kits_hip_path_and_links_its_hip_libraries(root, kit, tmp_path):  # noqa: F811
+    from rocbuild.torchkit.cmake import LOADHIP_PACKAGES
+
+    installed = rocbuild("root", "install", root, *LOADHIP_PACKAGES)  # what LoadHIP.cmake finds REQUIRED
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "CMakeLists.txt").write_text(CMAKE_PROJECT)
+    (tmp_path / "src" / "kernel.hip").write_text(CMAKE_KERNEL)
+    # The prefix a build reads from torch itself, as vLLM's setup.py passes it to CMake.
+    prefix = rocbuild("root", "run", root, "--", kit, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)")
+    assert prefix.returncode == 0, prefix.stderr
+    configure = ('export ROCM_PATH=/usr PYTORCH_ROCM_ARCH=gfx1100 HIP_CLANG_PATH="$(hipconfig --hipclangpath)"; '
+                 'cmake -S src -B "$1" "$2" && cmake --build "$1"')
+    built = rocbuild("root", "run", root, "--", "sh", "-c", configure, "sh", "rocm",
+                     f"-DCMAKE_PREFIX_PATH={prefix.stdout.strip()}", cwd=tmp_path)
+    assert built.returncode == 0, (built.stdout + built.stderr)[-4000:]
+    needed = subprocess.run(["readelf", "-d", tmp_path / "rocm" / "libcmext.so"], capture_output=True, text=True,
+                            check=True).stdout
+    for library in ("libtorch_hip.so", "libc10_hip.so", "libtorch_cpu.so", "libc10.so", "libamdhip64.so"):
+        assert f"[{library}" in needed, needed
+    # Against the root's CPU torch's CMake package (Debian's), the same project finds no HIP path.
+    cpu = rocbuild("root", "run", root, "--", "sh", "-c", configure, "sh", "cpu",
+                   "-DTorch_DIR=/usr/lib/x86_64-linux-gnu/cmake/Torch", cwd=tmp_path)
+    assert cpu.returncode != 0 and "not a ROCm build" in cpu.stdout + cpu.stderr, (cpu.stdout + cpu.stderr)[-3000:]

@@ -14,6 +14,7 @@ import rocbuild.torchkit.symbols as symbols
 from rocbuild.errors import HostNotReady, StepFailed
 from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.progress import Progress
+from rocbuild.torchkit.cmake import write_cmake_package
 from rocbuild.torchkit.kit import (
     CPU_LIBRARIES,
     DEBIAN_INCLUDE,
@@ -116,6 +117,7 @@ def make_kit(plan: KitPlan, runner: StepRunner, progress: Progress) -> Path:
                                          ("declarations-cuda", "declarations-hip")])
     _libraries(plan, runner, progress, torch, declared, log)
     _metadata(plan, torch)
+    write_cmake_package(DEBIAN_LIBS / "cmake", torch)
     # Written last: a kit whose making was cut short has no marker, and is never taken for current.
     (torch / MARKER).write_text(json.dumps(marker(plan), indent=2) + "\n")
     progress.say(f"    build-only ROCm torch {plan.info.version}: {plan.folder}")
@@ -125,7 +127,7 @@ def make_kit(plan: KitPlan, runner: StepRunner, progress: Progress) -> Path:
 def marker(plan: KitPlan) -> dict[str, object]:
     """The kit's marker: what it was made from, and by which code (a digest of the modules that write it)."""
     code = hashlib.sha256()
-    for module in ("kit.py", "make.py", "symbols.py"):
+    for module in ("kit.py", "make.py", "symbols.py", "cmake.py"):
         code.update((Path(__file__).parent / module).read_bytes())
     return {**plan.info.to_json(), "made_by": code.hexdigest()[:16]}
 
