@@ -350,3 +350,38 @@ def test_no_rocm_is_a_host_error(environ, tmp_path):
         plan_of("horovod", environ, rocm=None)
     assert caught.value.exit_code == 3 and "not a ROCm install" in caught.value.message
     assert str(tmp_path / "missing") in caught.value.message
+
+
+NO_DEVICE_CODE = """\
+schema: 1
+name: nokern
+version: "1"
+source: {path: .}
+options:
+  backend: {default: compiled, choices: [compiled, jit]}
+run-env:
+  NOKERN_BACKEND:
+    value: "${{ options.backend }}"
+    when: "${{ options.backend == 'jit' }}"
+steps:
+  - run: ["true"]
+verify:
+  - code-objects: false
+    when: "${{ options.backend == 'jit' }}"
+  - import: nokern
+"""
+
+
+def test_a_build_its_options_say_has_no_device_code_needs_no_arch_and_says_its_run_env(environ, rocm61, tmp_path):
+    (tmp_path / "recipe" / "src").mkdir(parents=True)
+    recipe = tmp_path / "recipe" / "nokern.yaml"
+    recipe.write_text(NO_DEVICE_CODE.replace("{path: .}", "{path: src}"))
+    jit = plan_of(recipe, environ, rocm=rocm61, arch=None, settings=("backend=jit",))
+    assert jit.host.archs == () and jit.run_env == {"NOKERN_BACKEND": "jit"}
+    (check,) = [c for c in jit.verify if c.name == "verify-2"]
+    assert check.env["NOKERN_BACKEND"] == "jit"  # what imports the package runs with its run-env
+    assert jit.to_json()["run_env"] == {"NOKERN_BACKEND": "jit"}
+    # the other backend compiles for a GPU: it is planned for the archs asked (without --arch, the GPU tools
+    # would be asked, which a unit test may not start), and needs nothing at run time
+    compiled = plan_of(recipe, environ, rocm=rocm61, arch="gfx1100")
+    assert compiled.host.archs == ("gfx1100",) and compiled.run_env == {}

@@ -18,6 +18,7 @@ from rocbuild.verify.finding import CODES, MESSAGES, UNREADABLE, Finding
 from rocbuild.verify.findings import FileFindings, InputFindings, rocm_search, runpath_kind
 from rocbuild.verify.provenance import parse_provenance
 from rocbuild.verify.rules import (
+    built_against,
     device_code_present,
     judge,
     judge_file,
@@ -115,6 +116,14 @@ def test_provenance_is_read_into_a_value_that_tolerates_odd_files():
                 {"identity": {"toolchain": {"rocm_version": "next"}, "archs": "gfx90a"}}):
         p = parse_provenance(odd)
         assert p.rocm_major is None and p.archs == () and p.raw == odd
+
+
+def test_what_a_wheel_needs_at_run_time_is_said_from_its_provenance_as_a_note():
+    prov = parse_provenance({"run_env": {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}})
+    (said,) = built_against(InputFindings("fa-1.0+rocm7.2-py3-none-any.whl", "wheel", provenance=prov))
+    assert said.code == "run_env" and not said.problem
+    assert said.message.startswith("at run time it needs FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE")
+    assert built_against(InputFindings("x-1.0-py3-none-any.whl", "wheel", provenance=parse_provenance({}))) == ()
 
 
 @pytest.mark.parametrize("entry, kind", [

@@ -70,6 +70,9 @@ def plan_text(plan: Plan, out: Out = print) -> None:
     _checks(plan, out)
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")
+    if plan.run_env:
+        out("at run time the package needs (recipe's run-env; set for the checks above, recorded in the provenance): "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.run_env.items()))
 
 
 def _confinement(plan: Plan, out: Out) -> None:
@@ -86,7 +89,7 @@ def _confinement(plan: Plan, out: Out) -> None:
 def _host(plan: Plan, out: Out) -> None:
     h, r = plan.host, plan.host.rocm
     out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
-    out(f"  archs:  {', '.join(h.archs)}")
+    out(f"  archs:  {', '.join(h.archs) or 'none: its wheels hold no device code of their own (code-objects: false)'}")
     out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
     out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs} ({h.jobs_why})")
     root = h.root

@@ -52,7 +52,7 @@ def find_host(*, arch: str | None, rocm: str | None, python: str | None, jobs: i
     looked at; a recipe that compiles nothing for a GPU, and a lock, need none. `need_torch`: the
     target python's torch is read (a recipe that never mentions torch does without: one process less)."""
     env = dict(environ)
-    detection = detect_archs(arch, environ=env)
+    detection = detect_archs(arch, environ=env, use_commands=need_archs)  # no GPU tool runs for a build that needs none
     archs = require_archs(detection) if need_archs else detection.archs
     target = find_python(python)
     found_rocm = require_rocm(find_rocm(rocm, env, python=target.executable))

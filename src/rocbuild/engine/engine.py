@@ -342,7 +342,11 @@ class Engine:
         """The plan's checks on the labelled wheels, then into the wheelhouse: the one way a wheel gets there."""
         verdict = Checker(self.plan, self.runner, self.progress, self.workspace.log_path(90, "verify")).run(
             list(wheels))
-        return publish(self.plan.out, wheels, verdict, key, from_cache=from_cache)
+        placed = publish(self.plan.out, wheels, verdict, key, from_cache=from_cache)
+        if placed and self.plan.run_env:
+            self.progress.say("note: at run time it needs " + " ".join(f"{k}={v}" for k, v in self.plan.run_env.items())
+                              + " (the recipe's run-env; `rocbuild verify` says so of its wheels too)")
+        return placed
 
     def _store(self, key: str, wheels: dict[Path, dict[str, Any]], identity: BuildIdentity) -> None:
         assert self.cache is not None

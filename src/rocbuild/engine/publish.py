@@ -34,6 +34,7 @@ def provenance(plan: Plan, identity: BuildIdentity, wheel: Path) -> dict[str, An
         "recipe_path": str(plan.recipe.path),
         "identity": identity.to_json(),
         "wheel": {"built_as": wheel.name, "local_version": plan.local_label or None},
+        **({"run_env": plan.run_env} if plan.run_env else {}),
     }
 
 

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 import rocbuild.recipe.catalog as catalog
+import rocbuild.recipe.templating as templating
 from rocbuild.detect.host import Host
 from rocbuild.errors import UsageError
 from rocbuild.labels import LOCAL_LABEL_ACCEPTED, local_label_problem
@@ -18,7 +21,7 @@ from rocbuild.plan.options import resolve_options
 from rocbuild.plan.planner import make_plan
 from rocbuild.plan.request import BuildRequest
 from rocbuild.recipe.catalog import Found, RecipeDirs
-from rocbuild.recipe.model import Recipe
+from rocbuild.recipe.model import CodeObjects, Recipe
 from rocbuild.source.spec import DirSource, check_ref
 
 # A template that reads the target's torch (`${{ torch.version >= '2.1' }}`); a comment naming torch does not.
@@ -52,7 +55,26 @@ def choose(request: BuildRequest) -> Chosen:
         check_ref(request.ref)
     if request.jobs is not None and request.jobs < 1:
         raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
-    return Chosen(found, recipe, options, request.need_archs and recipe.output != "tree")
+    return Chosen(found, recipe, options, request.need_archs and recipe.output != "tree"
+                  and compiles_device_code(recipe, options))
+
+
+def compiles_device_code(recipe: Recipe, options: dict[str, Any]) -> bool:
+    """False where the recipe says its wheels hold no device code of their own (`code-objects: false`) with
+    no `when:`, or one its options alone decide (flash-attn's Triton backend): such a build compiles for no
+    GPU, so it needs no --arch and no GPU. Any other `when:` waits for the host, and archs are needed."""
+    return not any(isinstance(e, CodeObjects) and not e.required and _by_options(e.when, options)
+                   for e in recipe.verify)
+
+
+def _by_options(when: str | None, options: dict[str, Any]) -> bool:
+    if when is None:
+        return True
+    try:  # only `options` is defined here: a condition naming anything else is undefined, so not decided
+        said = templating.compile_template(when).render({"options": options})
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, LookupError):
+        return False
+    return said.strip().lower() in ("true", "1", "yes")
 
 
 def plan_for(request: BuildRequest) -> Plan:

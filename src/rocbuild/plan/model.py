@@ -281,6 +281,7 @@ class Plan:
     build_env: BuildEnv | None = None  # wheel steps run in it; None: with the target python as it is
     refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it; "": the whole build
     step_tmp: Path | None = None  # the steps' TMPDIR: made empty before the first step, removed after the last
+    run_env: dict[str, str] = field(default_factory=dict)  # what the built package needs set at run time
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -330,6 +331,7 @@ class Plan:
             "build_env": self.build_env.to_json() if self.build_env else None,
             "root": self.host.root.to_json() if self.host.root else None,
             "step_tmp": str(self.step_tmp) if self.step_tmp else None,
+            "run_env": self.run_env,
         }
 
 

@@ -129,10 +129,11 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     wheel_python = env_plan.python if env_plan is not None else host.python.executable
     steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps if _applies(r, entry))
     has_wheels = any(s.kind == "wheel" for s in steps)
+    run_env = {name: r.text(c.value, c.pos, c.pos.key) for name, c in recipe.run_env if _applies(r, c)}
     return Plan(recipe=recipe, host=host, options=dict(options), work=work, out=out, source=source,
                 requirements=requirements, base_env=base_env, patches=patches, steps=steps,
-                verify=_checks(r, recipe, host, has_wheels), local_label=_local_label(recipe, host, r, local_version),
-                build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp)
+                verify=_checks(r, recipe, host, has_wheels, run_env), local_label=_local_label(recipe, host, r, local_version),
+                build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp, run_env=run_env)
 
 
 def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs) -> dict[str, Any]:
@@ -250,7 +251,7 @@ def _torch_install(host: Host, index: str | None) -> tuple[str, ...] | None:
     return torch_install_argv(host.python.executable, index, replace=host.torch is not None)
 
 
-def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool) -> tuple[Check, ...]:
+def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool, run_env: dict[str, str]) -> tuple[Check, ...]:
     entries = [e for e in recipe.verify if _applies(r, e)]
     opted_out = [e for e in entries if isinstance(e, CodeObjects) and not e.required]
     verify: list[Check] = []
@@ -260,7 +261,7 @@ def _checks(r: Renderer, recipe: Recipe, host: Host, has_wheels: bool) -> tuple[
         archs = () if opted_out else tuple(host.archs)
         where = f"built in; device code not required ({opted_out[0].pos.describe()})" if opted_out else "built in"
         verify.append(CodeObjectsCheck(name="device-code", where=where, archs=archs, built_in=True))
-    verify += [_verify_step(e, r, host) for e in entries if e not in opted_out]
+    verify += [_verify_step(e, r, host, run_env) for e in entries if e not in opted_out]
     return tuple(verify)
 
 
@@ -324,8 +325,9 @@ def _at(recipe: Recipe, key: str) -> dict[str, Any]:
     return {"file": pos.file, "line": pos.line, "column": pos.column, "key": key}
 
 
-def _verify_step(entry: CheckSpec, r: Renderer, host: Host) -> Check:
-    name, where, env = entry.name, entry.pos.describe(), _entry_env(entry, r)
+def _verify_step(entry: CheckSpec, r: Renderer, host: Host, run_env: dict[str, str]) -> Check:
+    """A check of the recipe's; what runs the built package (import, command) runs with its run-env."""
+    name, where, env = entry.name, entry.pos.describe(), run_env | _entry_env(entry, r)
     key = f"{entry.pos.key}.{entry.KIND}"
     match entry:
         case Command():

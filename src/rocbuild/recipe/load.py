@@ -220,6 +220,7 @@ class _Loader(ShapeReader):
             requires=self.requires(top.get("requires"), vm.get("requires")),
             options=options,
             env=self.env_map(top["env"], "env", vm["env"]) if "env" in top else (),
+            run_env=self.env_map(top["run-env"], "run-env", vm["run-env"]) if "run-env" in top else (),
             patches=self.patches(top.get("patches"), vm.get("patches")),
             steps=steps,
             verify=verify,

@@ -417,6 +417,8 @@ class Recipe:
     """knobs set with --set NAME=VALUE, seen as options.NAME in templates"""
     env: tuple[tuple[str, Conditional], ...] = field(default=(), metadata=spec(ENV))
     """environment for every step (a value may be {value, when})"""
+    run_env: tuple[tuple[str, Conditional], ...] = field(default=(), metadata=spec(ENV))
+    """environment the built package needs at run time: said by build and verify, set for import checks"""
     patches: tuple[PatchSpec, ...] = field(default=(), metadata=spec(lambda: entries(PATCHES)))
     """changes to the source tree, applied after every fresh checkout"""
     steps: tuple[StepSpec, ...] = field(default=(), metadata=spec(lambda: entries(STEPS)))

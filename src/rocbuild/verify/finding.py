@@ -21,13 +21,13 @@ Code = Literal[
     "majors_in_library", "majors_mixed", "alternative_wrong_major", "alternative_serves", "major_disagrees",
     "stale_alternative",
     # what the wheel says of itself
-    "build_only_torch", "torch_unpinned", "torch_distro_sonames",
+    "build_only_torch", "torch_unpinned", "torch_distro_sonames", "run_env",
 ]
 CODES: tuple[Code, ...] = get_args(Code)
 
 # Worth knowing, not a failure; every other code is a problem.
 NOTES: frozenset[Code] = frozenset({"build_paths", "cuda_allowed", "runtime_only", "alternative_serves",
-                                    "build_only_torch", "torch_unpinned", "torch_distro_sonames"})
+                                    "build_only_torch", "torch_unpinned", "torch_distro_sonames", "run_env"})
 # Said of a build against a build-only ROCm torch (`rocbuild root torch`), by verify and by the build's checks.
 BUILD_ONLY_NOTE = "built against a build-only torch"
 # The file could not be read: that is the cause of whatever seems missing from it.
@@ -154,6 +154,8 @@ MESSAGES: dict[Code, Callable[[Finding], str]] = {
                                    "tried; its torch libraries hold no code, so it loads nowhere: rebuild against a "
                                    "real ROCm torch to run it"),
     "torch_unpinned": _torch_unpinned,
+    "run_env": lambda f: ("at run time it needs " + " ".join(f"{k}={v}" for k, v in f.rows("env"))
+                          + " (its recipe's run-env, recorded in its provenance)"),
     "torch_distro_sonames": lambda f: (
         f"{f.text('where')} needs {', '.join(f.texts('libs'))}: versioned names no PyTorch wheel gives its "
         "libraries (a ROCm torch wheel ships libc10.so, libc10_hip.so, libtorch_cpu.so, ...); it was linked against "

@@ -33,6 +33,7 @@ class Provenance:
     torch_version: str | None = None  # the target python's torch it was built against
     torch_hip: str | None = None
     torch_build_only: bool = False  # a build-only ROCm torch (`rocbuild root torch`): it cannot be imported
+    run_env: tuple[tuple[str, str], ...] = ()  # what the package needs set at run time (its recipe's run-env)
 
     @property
     def rocm_major(self) -> int | None:
@@ -53,7 +54,8 @@ def parse_provenance(data: Mapping[str, Any]) -> Provenance:
         archs=tuple(str(a) for a in archs) if isinstance(archs, list) else (),
         rocm_version=_text(toolchain.get("rocm_version")), rocm_path=_text(toolchain.get("rocm_path")),
         torch_version=_text(torch.get("version")), torch_hip=_text(torch.get("hip")),
-        torch_build_only=torch.get("build_only") in (True, "true"))
+        torch_build_only=torch.get("build_only") in (True, "true"),
+        run_env=tuple((str(k), str(v)) for k, v in _mapping(data.get("run_env")).items()))
 
 
 def read_provenance(wheel: Path) -> Provenance | None:

@@ -150,9 +150,12 @@ def judge(read: InputFindings, targets: list[TargetId], device_code_in: tuple[st
 def built_against(found: InputFindings) -> tuple[Finding, ...]:
     """What its provenance says it was built against that decides where it can run."""
     prov = found.provenance
-    if prov is None or not prov.torch_build_only:
+    if prov is None:
         return ()
-    return (Finding("build_only_torch", {"torch": prov.torch_version or "?", "hip": prov.torch_hip or "?"}),)
+    said = (Finding("run_env", {"env": prov.run_env}),) if prov.run_env else ()
+    if not prov.torch_build_only:
+        return said
+    return (Finding("build_only_torch", {"torch": prov.torch_version or "?", "hip": prov.torch_hip or "?"}), *said)
 
 
 def judged_file(f: FileFindings, targets: list[TargetId], *, allow_cuda: bool = False) -> FileFindings:
