@@ -247,7 +247,7 @@ def _per_job(plan: Plan) -> int:
 
 def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple[str, str]:
     """What a build prints: its wheels (stdout), and a line saying where they came from (stderr)."""
-    wheels, archs = result.wheels, ", ".join(plan.host.archs)
+    wheels, archs = result.wheels, ", ".join(plan.host.archs) or "no GPU target (no device code of their own)"
     stdout, stderr = "".join(f"{w}\n" for w in wheels), ""
     if wheels and result.from_cache:
         stderr = (f"reused {len(wheels)} wheel(s) for {archs} from the build cache ({(result.cache_key or '')[:16]}; "

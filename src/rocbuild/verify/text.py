@@ -74,7 +74,7 @@ def _provenance_line(p: Provenance) -> str:
     hip = f" (HIP {p.torch_hip})" if p.torch_hip else ""
     torch = f", against torch {p.torch_version}{hip}" if p.torch_version else ""
     return (f"built by rocbuild {p.rocbuild} from recipe {p.recipe} {p.recipe_version} "
-            f"({origin}) for {', '.join(p.archs)} with ROCm {p.rocm_version} "
+            f"({origin}) for {', '.join(p.archs) or 'no GPU target'} with ROCm {p.rocm_version} "
             f"at {p.rocm_path}{torch}, {p.built_at} (build key {str(p.build_key)[:16]})")
 
 
