@@ -56,7 +56,7 @@ class FakeRunner:
         self.kept_open.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
-            shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+            shell: str | None = None, sandbox: Sequence[str] = (), watch: object = None) -> RunResult:
         words = list(argv or [shell or ""])
         self.calls.append(" ".join(words))
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ class ProbeRunner:
         pass
 
     def run(self, argv: Sequence[str] | None, *, cwd: object, env: Mapping[str, str] | None = None, log: Path,
-            shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+            shell: str | None = None, sandbox: Sequence[str] = (), watch: object = None) -> RunResult:
         words = list(argv or [])
         self.calls.append(words)
         if words[1:2] != ["-c"]:

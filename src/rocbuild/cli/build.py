@@ -211,7 +211,9 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
         import rocbuild.cli.show as show
 
         show.plan_text(plan, lambda line: print(line, file=sys.stderr))
-    runner, progress = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan)), Progress()
+    runner = Runner(verbose=args.verbose, memory=args.memory, memory_per_job=_per_job(plan))
+    # How far a long step is, on the terminal only: -v streams every line, --json keeps stderr to the steps.
+    progress = Progress(watch=not args.verbose and not getattr(args, "json", False))
     confine = plan.host.confine
     if not confine.on and confine.asked and plan.steps and confine.why not in _SAID:
         _SAID.add(confine.why)  # once per command, not once per --try

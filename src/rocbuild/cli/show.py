@@ -13,6 +13,7 @@ from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.rocm import Rocm
 from rocbuild.plan.confine import sandbox, writable
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
+from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import SHELL
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
@@ -68,6 +69,10 @@ def plan_text(plan: Plan, out: Out = print) -> None:
             out(f"wheels: RUNPATH/RPATH entries inside {plan.work.root} become $ORIGIN-relative (the folder in the "
                 "wheel that holds the libraries they name); others stay (recipe: runpath: relative)")
     _checks(plan, out)
+    _closing(plan, out)
+
+
+def _closing(plan: Plan, out: Out) -> None:
     if plan.has_wheel_steps:
         out(f"then: wheels move into {plan.out} (only after every check passed)")
     if plan.run_env:
@@ -104,6 +109,9 @@ def _host(plan: Plan, out: Out) -> None:
         out(f"  ROCm components (in the build identity: a change runs the build again): {shown}")
     if h.override:
         out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
+    record = nearest(plan.recipe.name, h.archs, records_file(h.environ))
+    if record is not None:
+        out(f"  the real-build records: {record.describe()}")
 
 
 def _requirements(plan: Plan, out: Out) -> None:

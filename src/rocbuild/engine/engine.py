@@ -17,6 +17,7 @@ work folder starts afresh, CMake caches included.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +44,7 @@ from rocbuild.fsutil import copy_atomically
 from rocbuild.plan.confine import sandbox, step_environment
 from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import Plan, Step
+from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
@@ -85,6 +87,12 @@ class Engine:
         # A ROCm torch into the target python; inside a build root, also apt-get install what the recipe lacks.
         self.install_missing = install_missing
         self.build_env = BuildEnvMaker(plan, runner, progress, self.workspace)
+
+    @functools.cached_property
+    def estimate(self) -> str:
+        """What the real-build records say this recipe's build takes, beside a running step's progress."""
+        record = nearest(self.plan.recipe.name, self.plan.host.archs, records_file(self.environ))
+        return f"the records: {record.describe()}" if record else ""
 
     def _probe_toolchain(self, rocm: Rocm) -> Toolchain:
         root = self.plan.host.root
@@ -280,7 +288,13 @@ class Engine:
             self.plan.work.build.mkdir(parents=True, exist_ok=True)
         box = sandbox(self.plan, step)
         env = step_environment(self.plan, step) if box else {**self.plan.base_env, **step.env}
-        result = self.runner.run(step.argv, cwd=step.cwd, env=env, log=log, shell=step.shell, sandbox=box)
+        watch = self.progress.watch(label, self.estimate)
+        try:
+            result = self.runner.run(step.argv, cwd=step.cwd, env=env, log=log, shell=step.shell, sandbox=box,
+                                     watch=watch)
+        finally:
+            if watch is not None:
+                watch.close()
         if result.exit_code != 0:
             report = diagnose(read_log(log), report_context(self.plan))
             write_report(log, report)

@@ -38,6 +38,13 @@ SHELL_HIDDEN_CODE = re.compile(r"^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_CO
 CONFINED_NOTE = "; confined: no network unless the recipe allows it, only the work folder and /tmp writable"
 
 
+class Sink(Protocol):
+    """Where a step's output goes besides its log: the terminal (-v), or a watch of how far it is."""
+
+    def write(self, data: str) -> int: ...
+    def flush(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class RunResult:
     exit_code: int
@@ -46,9 +53,10 @@ class RunResult:
 
 class StepRunner(Protocol):
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-            log: Path, shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+            log: Path, shell: str | None = None, sandbox: Sequence[str] = (), watch: Sink | None = None) -> RunResult:
         """Run one command with env = os.environ + env; append its output to `log`. With a `sandbox` (a
-        bwrap argv up to `--`), the command runs under it with `env` alone."""
+        bwrap argv up to `--`), the command runs under it with `env` alone. `watch`: also given the output
+        (stepwatch.py reads how far the step is from it)."""
         ...
 
     def keep_open(self, fd: int) -> None:
@@ -63,7 +71,7 @@ def step_env(env: Mapping[str, str]) -> dict[str, str]:
 class _Tee:
     """invoke writes output here: the log file always, the terminal too with -v."""
 
-    def __init__(self, *streams: TextIO):
+    def __init__(self, *streams: Sink):
         self.streams = streams
 
     def write(self, data: str) -> int:
@@ -96,9 +104,10 @@ class Runner:
         self.keep_fds.append(fd)
 
     def run(self, argv: Sequence[str] | None, *, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-            log: Path, shell: str | None = None, sandbox: Sequence[str] = ()) -> RunResult:
+            log: Path, shell: str | None = None, sandbox: Sequence[str] = (), watch: Sink | None = None) -> RunResult:
         """Run one command with env = os.environ + env; append its output to `log`. With a `sandbox` (a
-        bwrap argv up to `--`), the command runs under it with `env` alone."""
+        bwrap argv up to `--`), the command runs under it with `env` alone. `watch` is given the output
+        too, unless -v already streams it to the terminal."""
         from invoke.context import Context  # ~30 ms to import; probes and cached builds never need it
 
         from rocbuild.process.groups import GroupRunner
@@ -112,7 +121,7 @@ class Runner:
         with open(log, "a", encoding="utf-8", errors="replace") as fh:
             fh.write(f"$ {shown}\n  (in {cwd}{CONFINED_NOTE if sandbox else ''})\n")
             fh.flush()
-            stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh)
+            stream = _Tee(fh, self.terminal) if self.verbose else _Tee(fh, watch) if watch is not None else _Tee(fh)
             runner = GroupRunner(Context(), [*sandbox, *command], str(cwd), self.keep_fds, self._governor(stream))
             try:
                 result = runner.run(
