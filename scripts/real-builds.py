@@ -146,9 +146,10 @@ def torch_kit(root: str) -> tuple[str, float]:
 
 def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None, origin: str, sets: list[str],
               scratch: Path, until: str | None = None, built: str | None = None,
-              python: str | None = None) -> dict[str, Any]:
+              python: str | None = None, no_code: bool = False) -> dict[str, Any]:
     """`until`: stop after that step; `built`: the glob (in the work folder) of what it made, whose
-    device code is then checked instead of a wheel's."""
+    device code is then checked instead of a wheel's. `no_code`: the build is meant to carry no device
+    code (flash-attn's Triton backend): LLVM must then find none."""
     name = Path(recipe).stem if recipe.endswith((".yaml", ".yml")) else recipe  # a recipe file (a draft, say)
     out = scratch / f"wheelhouse-{name}-{rocm}"
     # A work folder of its own, no build cache and no ccache (BUILD_ENV): every record is a cold build.
@@ -167,10 +168,11 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     result, peak_kib = run_measured(argv, scratch)
     seconds = round(time.monotonic() - started, 1)
     sys.stderr.write(result.stderr[-4000:])
+    disk = sum(p.lstat().st_blocks * 512 for p in work.rglob("*")) if work.is_dir() else 0
     record: dict[str, Any] = {"recipe": recipe, "rocm": rocm, "archs": archs.split(","), "build_seconds": seconds,
                               "rocbuild_version": ROCBUILD_VERSION,
                               "exit_code": result.returncode, "sets": sets,
-                              "peak_process_mib": round(peak_kib / 1024),
+                              "peak_process_mib": round(peak_kib / 1024), "disk_mib": round(disk / (1 << 20)),
                               "source": origin, **({"until": until} if until else {})}
     wheels = [Path(line) for line in result.stdout.splitlines() if line.endswith(".whl")]
     record["wheels"] = [w.name for w in wheels]
@@ -205,8 +207,12 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
     record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"
     record["llvm_offload_entries"] = llvm
     device_files = [entries for entries in llvm.values() if entries]
-    llvm_ok = bool(device_files) and all(covers(e, a) for e in device_files for a in archs.split(","))
-    record["llvm_check"] = "ok" if llvm_ok else "missing archs or no device code"
+    if no_code:
+        llvm_ok = not device_files
+        record["llvm_check"] = "ok: no device code, as meant" if llvm_ok else "device code where none was meant"
+    else:
+        llvm_ok = bool(device_files) and all(covers(e, a) for e in device_files for a in archs.split(","))
+        record["llvm_check"] = "ok" if llvm_ok else "missing archs or no device code"
     record["verdict"] = "pass" if checked.returncode == 0 and llvm_ok else "fail"
     if record["verdict"] == "fail":
         record["why"] = f"rocbuild verify: {record['rocbuild_verify']}; LLVM: {record['llvm_check']}"
@@ -229,6 +235,8 @@ def main() -> int:
                    help="with --until: the files (a glob in the work folder) whose device code is checked")
     p.add_argument("--expect-fail", action="append", default=[], metavar="NAME",
                    help="a recipe known not to build yet: its failure is recorded, not fatal")
+    p.add_argument("--no-device-code", default="", metavar="NAME,...",
+                   help="recipes (or options of them) meant to carry no device code: LLVM must find none")
     p.add_argument("--torch-kit", default="", metavar="NAME,...",
                    help="recipes built against the root's build-only ROCm torch (rocbuild root torch)")
     p.add_argument("--root-prefix", default="real-rocm", help="roots are named PREFIX<rocm> (made when missing)")
@@ -262,7 +270,8 @@ def main() -> int:
                 python = kit if recipe in kit_users else args.python
                 record = build_one(recipe, rocm, root, recipe_archs.get(recipe, args.arch), sources.get(recipe),
                                    origins.get(recipe, "the recipe's source"), sets.get(recipe, []), scratch,
-                                   untils.get(recipe), built.get(recipe), python)
+                                   untils.get(recipe), built.get(recipe), python,
+                                   no_code=recipe in args.no_device_code.split(","))
                 if recipe in kit_users:
                     record.update(torch="a build-only ROCm torch (rocbuild root torch)",
                                   torch_kit_seconds=round(kit_seconds, 1))

@@ -109,7 +109,7 @@ def _host(plan: Plan, out: Out) -> None:
         out(f"  ROCm components (in the build identity: a change runs the build again): {shown}")
     if h.override:
         out(f"  HSA_OVERRIDE_GFX_VERSION={h.override} is in effect (recorded with the build)")
-    record = nearest(plan.recipe.name, h.archs, records_file(h.environ))
+    record = nearest(plan.recipe.name, h.archs, plan.options, records_file(h.environ))
     if record is not None:
         out(f"  the real-build records: {record.describe()}")
 

@@ -91,7 +91,7 @@ class Engine:
     @functools.cached_property
     def estimate(self) -> str:
         """What the real-build records say this recipe's build takes, beside a running step's progress."""
-        record = nearest(self.plan.recipe.name, self.plan.host.archs, records_file(self.environ))
+        record = nearest(self.plan.recipe.name, self.plan.host.archs, self.plan.options, records_file(self.environ))
         return f"the records: {record.describe()}" if record else ""
 
     def _probe_toolchain(self, rocm: Rocm) -> Toolchain:

@@ -61,9 +61,13 @@ def passed(recipe: str, path: Path | None) -> list[Record]:
     return sorted(out, key=lambda r: r.date, reverse=True)
 
 
-def nearest(recipe: str, archs: tuple[str, ...], path: Path | None) -> Record | None:
-    """The record of the same archs if there is one, else of the fewest archs; the newest of those."""
-    found = passed(recipe, path)
+def nearest(recipe: str, archs: tuple[str, ...], options: Mapping[str, object], path: Path | None) -> Record | None:
+    """Of the records whose options (`--set`) the build has too, the one of the same archs if there is one,
+    else of the fewest archs; the newest of those."""
+    said = {f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in options.items()}
+    found = [r for r in passed(recipe, path) if set(r.sets) <= said]
+    most = max((len(r.sets) for r in found), default=0)  # the records of the most options the build shares
+    found = [r for r in found if len(r.sets) == most]
     same = [r for r in found if set(r.archs) == set(archs)]
     ranked = same or sorted(found, key=lambda r: len(r.archs))
     return ranked[0] if ranked else None
