@@ -7,6 +7,7 @@ import jsonschema
 import yaml
 
 from rocbuild.draft.torch_reading import read_torch
+from rocbuild.draft.torch_text import import_name
 from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.recipe.load import load_recipe_text
 from rocbuild.recipe.schema import recipe_schema
@@ -213,3 +214,22 @@ def test_an_opt_in_variable_that_gates_the_whole_extension_is_set(tmp_path):
     # words that only look alike are not taken for one
     t2 = tree(tmp_path / "2", {"setup.py": HEAD + "x = os.environ.get('BUILD_CUDA_DOCS_DIR')\n"})
     assert variables(t2)["BUILD_CUDA_DOCS_DIR"].kind != "force"
+
+
+def test_kernels_compiled_at_run_time_are_found_in_a_namespace_package(tmp_path):
+    # optimum-quanto 0.2.7's shape: optimum/ has no __init__.py (PEP 420), the load() sits deep inside, and
+    # setup.py builds nothing (its draft first said "probably for the CPU only", then failed as CPU-only).
+    t = tree(tmp_path, {
+        "pyproject.toml": "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n",
+        "optimum/quanto/__init__.py": "",
+        "optimum/quanto/library/extensions/extension.py": (
+            "from torch.utils.cpp_extension import load\n\nclass Extension:\n"
+            "    def lib(self):\n        return load(name=self.name, sources=self.sources)\n"),
+        "examples/run.py": "from torch.utils.cpp_extension import load\n",
+    })
+    reading = read_torch(t)
+    assert reading is not None and reading.jit == "optimum/quanto/library/extensions/extension.py:1"
+    assert reading.packages == ["optimum.quanto"]  # what the draft imports, not optimum_quanto
+    assert import_name("optimum-quanto", reading.packages) == "optimum.quanto"
+    assert import_name("torch-scatter", ["torch_scatter", "tools"]) == "torch_scatter"
+    assert import_name("chamferdist", []) == "chamferdist"

@@ -56,6 +56,7 @@ class TorchReading:
     cmake: bool = False  # setup.py runs cmake itself
     kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
     jit_sources: list[str] = field(default_factory=list)  # the sources its load() calls name (a run-time build)
+    packages: list[str] = field(default_factory=list)  # its own importable packages (optimum.quanto in a namespace)
     gpu_reads: list[list[str]] = field(default_factory=list)  # the variables each torch.cuda.is_available() test reads
     gpu_tests: list[str] = field(default_factory=list)  # where each such test is, in the same order
     on_values: dict[str, str] = field(default_factory=dict)  # the literal a variable is compared with to turn it on
@@ -82,6 +83,7 @@ def read_torch(tree: Path) -> TorchReading | None:
                       for f in facts if f.unreadable]
     reading.rocm_aware = _rocm_markers(facts)
     reading.jit, reading.jit_sources = jit, jit_sources
+    reading.packages = [name for p in _own_packages(tree) for name in _importable(p)]
     reading.gpu_reads = [reads for f in facts for _, reads in f.gpu_tests]
     reading.gpu_tests = [where for f in facts for where, _ in f.gpu_tests]
     reading.on_values = {r.name: r.on for f in facts for r in f.env if r.on}
@@ -89,7 +91,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),
                                  gated={name for reads in reading.gpu_reads for name in reads})
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
-    reading.python = _imports(tree, facts[0] if files[0].name == "setup.py" else PyFacts())
+    reading.python = _imports(tree, facts[0] if files and files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
     # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
     reading.kernels = [e for f in facts for e in f.extensions if e.side != "cuda" and e.device_sources is not False]
@@ -124,9 +126,7 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
     if hit:
         return hit[1], []
     pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\(")
-    # The package's own modules only (a top-level folder with __init__.py): vendored trees have their own.
-    packages = [p for p in sorted(tree.iterdir()) if (p / "__init__.py").is_file() and p.name not in ("tests", "test")]
-    for path in [p for pkg in packages for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]:
+    for path in [p for pkg in _own_packages(tree) for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]:
         text = path.read_text(errors="replace")
         match = pattern.search(text)
         if match:
@@ -134,6 +134,27 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
             return f"{path.relative_to(tree)}:{text.count(chr(10), 0, match.start()) + 1}", list(dict.fromkeys(
                 s.rsplit("/", 1)[-1] for s in sources))[:8]
     return None, []
+
+
+def _importable(folder: Path) -> list[str]:
+    """A package's import name; a namespace package's, those of the packages it holds."""
+    if (folder / "__init__.py").is_file():
+        return [folder.name]
+    return [f"{folder.name}.{c.parent.name}" for c in sorted(folder.glob("*/__init__.py"))]
+
+
+def _own_packages(tree: Path) -> list[Path]:
+    """The package's own top-level folders, at the top or under src/: a package (__init__.py), or a namespace
+    package holding one (PEP 420: optimum/quanto has no optimum/__init__.py). Vendored trees, tests,
+    examples and benchmarks have their own build and are left out."""
+    skip = {*VENDOR_DIRS, "tests", "test", "examples", "example", "docs", "bench", "benchmarks", "build", "dist"}
+    found = []
+    for top in (tree, tree / "src"):
+        for p in sorted(top.iterdir()) if top.is_dir() else []:
+            if p.is_dir() and p.name not in skip and not p.name.startswith(".") and (
+                    (p / "__init__.py").is_file() or any(c.is_file() for c in p.glob("*/__init__.py"))):
+                found.append(p)
+    return found
 
 
 def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool, gated: frozenset[str] | set[str] = frozenset()

@@ -8,6 +8,8 @@ found, and DRAFT lines what could not be decided."""
 
 from __future__ import annotations
 
+import re
+
 from rocbuild.draft.torch_reading import TorchReading, Var
 
 
@@ -22,8 +24,18 @@ def torch_draft(header: list[str], name: str, requirement: str, sha256: str, tor
               f"  tools: [{', '.join(['hipcc', 'cmake'] if torch.cmake else ['hipcc'])}]",
               f"  python: [{', '.join(torch.python)}]", ""]
     lines += _unsupported(name, version, torch) + _env(torch) + _steps(torch.variables)
-    lines += ["", "verify:", *_kernels_check(torch), f"  - import: {name.replace('-', '_').replace('.', '_').lower()}", ""]
+    lines += ["", "verify:", *_kernels_check(torch), f"  - import: {import_name(name, torch.packages)}", ""]
     return lines
+
+
+def import_name(name: str, packages: list[str]) -> str:
+    """The package the sdist holds whose name is the project's (optimum-quanto: optimum.quanto), else its
+    only one, else the project's name as a module."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    same = [p for p in packages if re.sub(r"[^a-z0-9]", "", p.lower()) == key]
+    if same or len(packages) == 1:
+        return (same or packages)[0]
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).lower()
 
 
 def _kernels_check(torch: TorchReading) -> list[str]:
