@@ -44,6 +44,7 @@ FAMILIES = {
                                  "cuda-feature-missing"),
     "cmake-cuda-only.log": ("cmake", "CMake Error at /usr/share/cmake-4.3/Modules/Internal/CMakeCUDAFindToolkit.cmake",
                             "cmake-cuda-only"),
+    "setuptools-error.log": ("tool", "error: package directory 'romp' does not exist", None),
     "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
                              "vector-operators-redefined"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

@@ -42,6 +42,8 @@ CONSEQUENCE = re.compile(r"^\s*(?:error: (?P<pip>metadata-generation-failed|subp
                          r"|\S+: error: \S+ frontend command failed due to signal.*"
                          r"|ERROR: Failed building wheel for .*|ERROR: Failed to build .*"
                          r"|(?:\S+ )?error: .*(?:did not run successfully|exited with error).*)$")
+# setuptools' (distutils') own refusal, at the start of a line: a package folder missing, a bad option.
+SETUPTOOLS = re.compile(r"^\s*error: (?P<msg>\S.*)$")
 CONTEXT_AFTER = 4  # lines of a diagnostic's source excerpt / CMake block kept
 MAX_ERRORS = 200  # errors read from one log at most (a broken header repeats itself in every file)
 
@@ -118,6 +120,9 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
     match = DRIVER.match(line) or LINKER_OTHER.match(line)
     if match:
         return LogError("compiler", i + 1, line, match.group("msg"), context=_around(lines, i, 1, 1)), i + 1
+    match = SETUPTOOLS.match(line)
+    if match:
+        return LogError("tool", i + 1, line, f"setuptools: {match.group('msg')}", context=_around(lines, i, 1, 1)), i + 1
     return None, i + 1
 
 
