@@ -45,6 +45,8 @@ FAMILIES = {
     "cmake-cuda-only.log": ("cmake", "CMake Error at /usr/share/cmake-4.3/Modules/Internal/CMakeCUDAFindToolkit.cmake",
                             "cmake-cuda-only"),
     "setuptools-error.log": ("tool", "error: package directory 'romp' does not exist", None),
+    "nvvm-intrinsic.log": ("compiler", "use of undeclared identifier '__nvvm_read_ptx_sreg_laneid'",
+                           "cuda-feature-missing"),
     "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
                              "vector-operators-redefined"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

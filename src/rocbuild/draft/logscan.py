@@ -43,7 +43,8 @@ CONSEQUENCE = re.compile(r"^\s*(?:error: (?P<pip>metadata-generation-failed|subp
                          r"|ERROR: Failed building wheel for .*|ERROR: Failed to build .*"
                          r"|(?:\S+ )?error: .*(?:did not run successfully|exited with error).*)$")
 # setuptools' (distutils') own refusal, at the start of a line: a package folder missing, a bad option.
-SETUPTOOLS = re.compile(r"^\s*error: (?P<msg>\S.*)$")
+# (Not the command line of a compile that failed, which cpp_extension repeats after the compiler's error.)
+SETUPTOOLS = re.compile(r"^\s*error: (?!Command '\[)(?P<msg>\S.*)$")
 CONTEXT_AFTER = 4  # lines of a diagnostic's source excerpt / CMake block kept
 MAX_ERRORS = 200  # errors read from one log at most (a broken header repeats itself in every file)
 

@@ -533,10 +533,12 @@ TRAPS: tuple[Trap, ...] = (
          draft=False, fixes="by hand"),
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
-         "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX): no package brings them; the code "
-         "that uses them must be ported, or left out of the ROCm build, by hand",
+         "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX), nor NVVM's PTX intrinsics "
+         "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()): no package brings them; the code that uses them must be "
+         "ported, or left out of the ROCm build, by hand",
          lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
-                                   r"|No such file)",), draft=False, fixes="by hand", names="CUDA header"),
+                                   r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'"),
+         draft=False, fixes="by hand", names="CUDA feature"),
     Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
          "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
          "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
