@@ -19,7 +19,7 @@ from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
-                       r"|-arch=sm_\w+|-?-diag-suppress\b.*|-Xcudafe\b.*)$")
+                       r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
@@ -348,7 +348,8 @@ def _cuda_flags(facts: list[PyFacts], *, aware: bool) -> list[str]:
         flags = [t for t in f.texts if CUDA_FLAG.match(t.text) and t.side != "cuda"]
         sure = [t for t in flags if t.side == "hip" or (t.side == "any" and not aware)]
         if sure:
-            notes.append(f"CUDA-only flags hipcc would be given: {_flag_list(sure)}: patch them out")
+            notes.append(f"CUDA-only flags hipcc would be given: {_flag_list(sure)} "
+                         "(the draft drops those it can from setup.py: trap cuda-flag-for-hipcc)")
         for guard in sorted({t.guard for t in flags if t.side == "unknown" and t.guard}):
             under = [t for t in flags if t.guard == guard and t.side == "unknown"]
             reads = f.guards.get(guard) or []
