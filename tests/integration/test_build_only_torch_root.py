@@ -181,6 +181,10 @@ def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, projec
     assert built.returncode == 0, built.stderr[-4000:]
     assert "waiting: `rocbuild root torch` is making the build-only torch" in built.stderr
     assert "built against a build-only torch: import not tried" in built.stderr
+    # The kernel's hipcc ran through the root's ccache (cpp_extension takes PYTORCH_NVCC, the masquerade link):
+    # a --try that starts a fresh tree compiles it again from the cache.
+    stored = [p for p in (Path(private_cache["XDG_CACHE_HOME"]) / "rocbuild" / "ccache").rglob("*R") if p.is_file()]
+    assert stored, "nothing went through ccache"
     (wheel,) = (tmp_path / "wh").glob("*.whl")
     assert "+rocm7.2.buildonly-" in wheel.name
     report = json.loads(rocbuild("verify", "--json", "--arch", ARCH, wheel).stdout)

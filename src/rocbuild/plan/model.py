@@ -35,7 +35,7 @@ CANONICAL_ROOT = Path("/rocbuild-canonical")
 # Base environment variables that say where tools and caches are, not what is built: the toolchain
 # and the target python are their own identity fields.
 LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPILER_LAUNCHER",
-                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER", "TMPDIR"})
+                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER", "TMPDIR", "PYTORCH_NVCC"})
 # Set to the job count for every step; how fast, not what: left out of the build identity.
 PARALLEL_ENV = ("CMAKE_BUILD_PARALLEL_LEVEL", "MAX_JOBS")
 

@@ -196,8 +196,13 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
         if rocm_bin not in path.split(os.pathsep):
             base_env["PATH"] = rocm_bin + os.pathsep + path
     if host.ccache:
-        base_env.update(_ccache_env(host.ccache, (cache or cache_root()) / "ccache", work,
-                                    base_env.get("PATH", host.path)))
+        ccache_dir = (cache or cache_root()) / "ccache"
+        base_env.update(_ccache_env(host.ccache, ccache_dir, work, base_env.get("PATH", host.path)))
+        if recipe.requires.torch == "rocm":
+            # torch's cpp_extension calls hipcc by its full path under ROCM_HOME, and (for ROCm) adds no
+            # compiler cache of its own; on its ninja path it takes this instead: the masquerade link, so a
+            # --try that starts a fresh tree compiles again only the files whose inputs changed.
+            base_env["PYTORCH_NVCC"] = str(ccache_dir / "bin" / "hipcc")
     for name, cond in recipe.env:
         if _applies(r, cond):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)

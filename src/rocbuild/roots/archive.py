@@ -27,8 +27,9 @@ OVERLAYS = {"experimental": "unstable"}
 # What every root gets: the HIP toolchain (hipcc pulls in clang, lld, clang-tools with
 # clang-offload-bundler, llvm-objdump and the device libraries), and a build userland.
 ROCM_BASE = ("hipcc", "libamdhip64-dev", "rocminfo")
+# ccache: a build in a root (a --try retry that starts a fresh tree, say) compiles again only what changed.
 BUILD_TOOLS = ("ca-certificates", "cmake", "make", "g++", "git", "file", "patch", "binutils", "python3", "python3-dev",
-               "python3-venv", "python3-pip")
+               "python3-venv", "python3-pip", "ccache")
 INDEX_MAX_AGE = 6 * 3600  # seconds an index read is reused while its Release date is unchanged
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 DEB_LINE = re.compile(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)")
