@@ -376,3 +376,20 @@ def test_the_draft_drops_every_cuda_only_flag_hipcc_is_given_in_one_fix(tmp_path
         apply_replace(ReplacePatch(file=r["file"], find=r["find"], replacement=r["with"], regex=r.get("regex", False),
                                    count=None, where="test"), t)
     assert "'nvcc': ['-O3', '-U__CUDA_NO_HALF_OPERATORS__']" in " ".join((t / "setup.py").read_text().split())
+
+
+def test_cuda_vector_helpers_are_guarded_by_the_drafter_and_the_recipe_edit_loads(tmp_path):
+    # nerfacc 0.5.3's utils_math.cuh (CUDA's helper_math.h): 155 operators, one regex edit for them all
+    from rocbuild.draft.fixes import Edits
+
+    header = ("inline __host__ __device__ float2 operator+(float2 a, float2 b)\n{\n    return make_float2(a.x + b.x, 0);\n}\n"
+              "inline __device__ __host__ float lerp(float a, float b, float t)\n{\n    return a + t * (b - a);\n}\n")
+    t = tree(tmp_path / "src", {"csrc/include/utils_math.cuh": header, "csrc/k.cu": "#include \"include/utils_math.cuh\"\n"})
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
+    fix = hits["vector-operators-redefined"].fix
+    assert isinstance(fix, Edits) and [(e.file, e.regex) for e in fix.edits] == [
+        ("csrc/include/utils_math.cuh", True), ("csrc/include/utils_math.cuh", True)]
+    recipe = "schema: 1\nname: m\nversion: '1'\nsource:\n  sdist: m==1\nsteps:\n  - wheel: {}\n"
+    text = apply_fix(recipe, fix, "trap vector-operators-redefined (csrc/include/utils_math.cuh:1): ...")
+    loaded = load_recipe_text(text, tmp_path / "m.yaml")
+    assert [p.regex for p in loaded.patches] == [True, True]

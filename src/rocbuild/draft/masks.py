@@ -152,3 +152,37 @@ def _text(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
     return text[start:end if end >= 0 else None].strip()
+
+
+# CUDA's helper_math.h (copied into many packages) defines arithmetic operators over float2, int3, ... and a
+# scalar lerp. HIP's vector types define the same operators, so every call is ambiguous: guarded out for HIP,
+# each call takes HIP's own operator, which computes the same. Only definitions returning a vector type (or
+# void, the compound ones) are guarded: an operator returning a scalar (a dot product written as
+# float3 * float3) would silently change meaning as HIP's element-wise one, and is left to fail loudly.
+# C++20's math.h declares ::lerp (std::lerp, the same formula), which clashes with the scalar lerp: under
+# C++20 it gives way to that one, math.h included so that it is there.
+GUARD = "#if !defined(__HIP_PLATFORM_AMD__)  // rocbuild: HIP's vector types define this operator"
+LERP_ELSE = "#else  // rocbuild"
+_VEC = r"(?:float|double|u?int|u?short|u?char|u?long)[1-4]"
+_QUALIFIERS = r"(?:(?:inline|__inline__|__forceinline__|static|__host__|__device__)[ \t]+)+"
+_BODY = r"\s*\{[^{}]*\}"
+VECTOR_OPERATOR = (rf"^(?<!{re.escape(GUARD)}\n)(?P<def>{_QUALIFIERS}(?:{_VEC}|void)[ \t]*&?[ \t]*"
+                   rf"operator[ \t]*[-+*/]=?[ \t]*\([^)]*\b{_VEC}\b[^)]*\){_BODY})")
+SCALAR_LERP = (rf"^(?<!{re.escape(LERP_ELSE)}\n)(?P<def>{_QUALIFIERS}float[ \t]+lerp[ \t]*\([ \t]*float[ \t]+\w+"
+               rf"[ \t]*,[ \t]*float[ \t]+\w+[ \t]*,[ \t]*float[ \t]+\w+[ \t]*\){_BODY})")
+GUARDED = {VECTOR_OPERATOR: GUARD + "\n\\g<def>\n#endif",
+           SCALAR_LERP: ("#if defined(__HIP_PLATFORM_AMD__) && __cplusplus > 201703L  // rocbuild: C++20's math.h "
+                         "declares ::lerp (std::lerp)\n#include <math.h>\n" + LERP_ELSE + "\n\\g<def>\n#endif")}
+
+
+def vector_helpers(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """A regex replace edit per file and kind (its vector operators; its scalar lerp) for CUDA's vector helpers
+    (helper_math.h's), at the first definition of the kind."""
+    found = []
+    for rel, text in texts.items():
+        for pattern, guarded in GUARDED.items():
+            first = re.search(pattern, text, re.MULTILINE)
+            if first:
+                found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), pattern,
+                                        guarded, True))
+    return found

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
-from rocbuild.draft.masks import FULL, SourceEdit, cuda_includes, find_masks, kernel_pointers, read_sources
+from rocbuild.draft.masks import (
+    FULL,
+    SourceEdit,
+    cuda_includes,
+    find_masks,
+    kernel_pointers,
+    read_sources,
+    vector_helpers,
+)
 from rocbuild.draft.pysrc import EnvRead, read_python
 from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
@@ -188,6 +196,12 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
 # ROCm package missing.
 CUDA_ONLY_FEATURES = (r"cooperative_groups/(?:memcpy_async|reduce|scan)\.h|cuda/[\w/.]+|cuda_(?:pipeline|awbarrier)\w*\.h"
                       r"|mma\.h|cute/[\w/.]+|cutlass/[\w/.]+|nvtx3/[\w/.]+|nvToolsExt\.h")
+
+
+def vector_helpers_defined(files: BuildFiles) -> Evidence | None:
+    """Arithmetic operators over CUDA's vector types (float3 operator+(float3, float3), helper_math.h's), or its
+    scalar lerp, defined in any C++/CUDA/HIP source of the tree."""
+    return _in_sources(vector_helpers(files.sources))
 
 
 def cuda_headers(files: BuildFiles) -> Evidence | None:
@@ -481,11 +495,14 @@ TRAPS: tuple[Trap, ...] = (
               r"|SetSharedMemConfig))'",), files=kernels_as_pointers, fixes="replace edits"),
     Trap("vector-operators-redefined", "CUDA's vector helper operators defined again over HIP's",
          "HIP's float2/float3/int2... already define arithmetic operators (CUDA's have none), so a helper_math.h-style "
-         "header's own make the calls ambiguous; C++20's std::lerp clashes with its lerp: guard those definitions "
-         "with #if !defined(__HIP_PLATFORM_AMD__) (a diff: patch)",
-         lambda _f, _e: None,
-         log=(r"use of overloaded operator '\S+' is ambiguous \(with operand types '(?P<value>\w+)' \(aka 'HIP_vector_type",),
-         draft=False, fixes="by hand", names="vector type"),
+         "header's own make the calls ambiguous, and C++20's std::lerp clashes with its scalar lerp: those "
+         "definitions are guarded with #if !defined(__HIP_PLATFORM_AMD__), one regex edit per file; an operator "
+         "returning a scalar (a dot product) would change meaning as HIP's element-wise one, and is left to a hand edit",
+         _source_edits("guard CUDA's vector helper operators and scalar lerp out of the HIP build"),
+         log=(r"use of overloaded operator '\S+' is ambiguous \(with operand types '(?P<value>\w+)' \(aka 'HIP_vector_type",
+              r"'(?P<value>lerp)'.*declaration conflicts with target of using declaration",
+              r"declaration conflicts with target of using declaration already in scope"),
+         files=vector_helpers_defined, fixes="replace edits", names="vector type"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",

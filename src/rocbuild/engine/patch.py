@@ -46,8 +46,11 @@ def apply_replace(patch: ReplacePatch, root: Path) -> str:
     done = [(m.start(), m.end()) for m in re.finditer(re.escape(repl), text)] if repl else []
     fresh = [m for m in pattern.finditer(text)
              if not any(s <= m.start() and m.end() <= e for s, e in done)]
+    # A regex replacement that wraps what it matched (`GUARD\n\g<def>\n#endif`) is found by its text before
+    # the first group; the pattern itself must then not match a wrapped one (a look-behind does it).
+    lead = re.split(r"\\g<|\\\d", repl)[0] if patch.regex else ""
     if not fresh:
-        if done:
+        if done or (lead and lead in text):
             return f"{patch.file}: already applied"
         raise StepFailed(
             f"replace: {patch.file} has no match for {find!r}"

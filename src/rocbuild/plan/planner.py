@@ -198,7 +198,7 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
     if host.ccache:
         ccache_dir = (cache or cache_root()) / "ccache"
         base_env.update(_ccache_env(host.ccache, ccache_dir, work, base_env.get("PATH", host.path)))
-        if recipe.requires.torch == "rocm":
+        if recipe.requires.torch is not None:  # a torch extension: the torch required is a ROCm build
             # torch's cpp_extension calls hipcc by its full path under ROCM_HOME, and (for ROCm) adds no
             # compiler cache of its own; on its ninja path it takes this instead: the masquerade link, so a
             # --try that starts a fresh tree compiles again only the files whose inputs changed.
