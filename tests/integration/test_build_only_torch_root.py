@@ -141,11 +141,10 @@ def project(tmp_path: Path) -> Path:
 def test_the_kit_takes_cpp_extensions_rocm_path(root, kit, tmp_path):  # noqa: F811
     probe = ("import torch; from torch.utils import cpp_extension as c; "
              "print(torch.__version__, torch.version.hip, torch.version.cuda, c.IS_HIP_EXTENSION, "
-             "torch.cuda.is_available(), torch.backends.cuda.is_built())")
+             "torch.cuda.is_available())")
     said = rocbuild("root", "run", root, "--", kit, "-c", probe, cwd=tmp_path)
-    version, hip, cuda, is_hip, available, built = said.stdout.split()
+    version, hip, cuda, is_hip, available = said.stdout.split()
     assert version.endswith("+rocm7.2.buildonly") and hip.startswith("7.2.") and cuda == "None" and is_hip == "True"
-    assert built == "True"  # a ROCm torch is built with CUDA's API (HIP's), as setup.py files test before compiling
     assert available == "False", said.stderr  # as a real ROCm torch says on a machine without a GPU
 
 

@@ -97,9 +97,8 @@ IS_COMPILED = 'return hasattr(torch._C, "_cuda_getDeviceCount")'
 # torch.cuda.is_available() then asks the runtime, which Debian's CPU torch._C lacks (AttributeError, where a
 # real ROCm torch on a machine without a GPU says False; torch-scatter's setup.py asks it even with FORCE_CUDA).
 DEVICE_COUNT = "return torch._C._cuda_getDeviceCount() > 0"
-# torch.backends.cuda.is_built() reads torch._C._has_cuda: true in a ROCm build (HIP stands in for CUDA), false in
-# Debian's CPU torch._C. setup.py files test it before building their kernels (torch-linear-assignment).
-HAS_CUDA = "return torch._C._has_cuda"
+# Not patched: torch.backends.cuda.is_built() (torch._C._has_cuda), true in a ROCm build and false here. torch's
+# own import (torch/_native) registers CUDA kernels where it says true, which Debian's CPU torch._C lacks.
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from rocbuild.torchkit.kit import (
     DEBIAN_LIBS,
     DEBIAN_TORCH,
     DEVICE_COUNT,
-    HAS_CUDA,
     HIP_CMAKE_MACROS,
     HIP_CONFIG,
     HIP_LIBRARIES,
@@ -250,8 +249,7 @@ def _libraries(plan: KitPlan, runner: StepRunner, progress: Progress, torch: Pat
 
 
 def _metadata(plan: KitPlan, torch: Path) -> None:
-    """version.py for ROCm; `torch.cuda._is_compiled()` (cpp_extension's ROCm gate since 2.14) and
-    `torch.backends.cuda.is_built()` true, as a ROCm torch says."""
+    """version.py for ROCm, and `torch.cuda._is_compiled()` true (cpp_extension's ROCm gate since 2.14)."""
     home = plan.folder / "rocm"
     (torch / "version.py").write_text(version_py(plan.info, home))
     cuda = torch / "cuda" / "__init__.py"
@@ -261,12 +259,6 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
                          hint="this torch release tells a GPU build apart otherwise: teach torchkit/kit.py its way")
     text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
     cuda.write_text(text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1))
-    backend = torch / "backends" / "cuda" / "__init__.py"
-    text = backend.read_text()
-    if HAS_CUDA not in text:
-        raise StepFailed(f"torch kit: {backend} no longer holds `{HAS_CUDA}`",
-                         hint="this torch release says whether it was built with CUDA otherwise: teach torchkit/kit.py its way")
-    backend.write_text(text.replace(HAS_CUDA, "return True  # rocbuild: a ROCm build has CUDA's API, as HIP", 1))
     _rocm_home(home)
     shutil.rmtree(plan.build / "src", ignore_errors=True)  # hipified and installed: 50 MB of no further use
 
