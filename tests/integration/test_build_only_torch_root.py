@@ -80,6 +80,7 @@ find_package(Torch REQUIRED)
 if(NOT PYTORCH_FOUND_HIP)
   message(FATAL_ERROR "torch's CMake package is not a ROCm build: no HIP path")
 endif()
+add_compile_definitions(USE_ROCM)  # as vLLM's CMake does: torch's headers take their HIP side on it
 add_library(cmext SHARED kernel.hip)
 set_target_properties(cmext PROPERTIES HIP_ARCHITECTURES "${PYTORCH_ROCM_ARCH}")
 target_link_libraries(cmext PRIVATE ${TORCH_LIBRARIES})
@@ -95,9 +96,9 @@ __global__ void add_one(float* x, int n) {
 }
 
 void add_one_hip(torch::Tensor x) {
-  TORCH_CHECK(at::hip::warp_size() > 0, "no warp");
+  TORCH_CHECK(at::cuda::warp_size() > 0, "no warp");  // torch_hip's (its namespace stays at::cuda)
   int n = x.numel();
-  add_one<<<(n + 255) / 256, 256, 0, at::hip::getCurrentHIPStream()>>>(x.data_ptr<float>(), n);
+  add_one<<<(n + 255) / 256, 256, 0, c10::hip::getCurrentHIPStream()>>>(x.data_ptr<float>(), n);  // c10_hip's
 }
 """
 
@@ -182,7 +183,8 @@ def test_an_unseen_extension_compiles_against_it_and_is_marked(root, kit, projec
     assert "built against a build-only torch: import not tried" in built.stderr
     # The kernel's hipcc ran through the root's ccache (cpp_extension takes PYTORCH_NVCC, the masquerade link):
     # a --try that starts a fresh tree compiles it again from the cache.
-    stored = [p for p in (Path(private_cache["XDG_CACHE_HOME"]) / "rocbuild" / "ccache").rglob("*R") if p.is_file()]
+    ccache = Path(private_cache["XDG_CACHE_HOME"]) / "rocbuild" / "ccache"
+    stored = [p for p in ccache.glob("?/?/*") if p.is_file() and len(p.name) > 30]  # results and manifests
     assert stored, "nothing went through ccache"
     (wheel,) = (tmp_path / "wh").glob("*.whl")
     assert "+rocm7.2.buildonly-" in wheel.name
@@ -253,16 +255,22 @@ def test_a_cmake_torch_extension_takes_the_kits_hip_path_and_links_its_hip_libra
     # The prefix a build reads from torch itself, as vLLM's setup.py passes it to CMake.
     prefix = rocbuild("root", "run", root, "--", kit, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)")
     assert prefix.returncode == 0, prefix.stderr
+    # LoadHIP.cmake needs ROCM_PATH (else: no ROCm); with it at /usr, clang no longer finds Debian's device
+    # libraries in its resource folder on its own (rocm.device_lib_dir, as a recipe names it).
     configure = ('export ROCM_PATH=/usr PYTORCH_ROCM_ARCH=gfx1100 HIP_CLANG_PATH="$(hipconfig --hipclangpath)"; '
+                 'export HIP_DEVICE_LIB_PATH="$(dirname "$(ls /usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode/ockl.bc)")"; '
                  'cmake -S src -B "$1" "$2" && cmake --build "$1"')
     built = rocbuild("root", "run", root, "--", "sh", "-c", configure, "sh", "rocm",
                      f"-DCMAKE_PREFIX_PATH={prefix.stdout.strip()}", cwd=tmp_path)
     assert built.returncode == 0, (built.stdout + built.stderr)[-4000:]
     needed = subprocess.run(["readelf", "-d", tmp_path / "rocm" / "libcmext.so"], capture_output=True, text=True,
                             check=True).stdout
-    for library in ("libtorch_hip.so", "libc10_hip.so", "libtorch_cpu.so", "libc10.so", "libamdhip64.so"):
-        assert f"[{library}" in needed, needed
-    # Against the root's CPU torch's CMake package (Debian's), the same project finds no HIP path.
+    for library in ("libtorch_hip.so", "libc10_hip.so", "libtorch_cpu.so", "libc10.so"):
+        assert f"[{library}]" in needed, needed  # the kit's sonames, never Debian's libc10.so.2.14
+    assert "[libamdhip64.so." in needed, needed
+    # Against the root's CPU torch's CMake package (Debian's), the same project finds no HIP path. (Debian's
+    # protobuf CMake package, which its Caffe2Config finds, names protoc's library and program.)
+    assert rocbuild("root", "install", root, "libprotoc-dev", "protobuf-compiler").returncode == 0
     cpu = rocbuild("root", "run", root, "--", "sh", "-c", configure, "sh", "cpu",
                    "-DTorch_DIR=/usr/lib/x86_64-linux-gnu/cmake/Torch", cwd=tmp_path)
     assert cpu.returncode != 0 and "not a ROCm build" in cpu.stdout + cpu.stderr, (cpu.stdout + cpu.stderr)[-3000:]

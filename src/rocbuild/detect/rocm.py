@@ -105,6 +105,7 @@ class Rocm:
     hip_compiler: Path | None = None  # the clang++ hipcc drives
     hipcc: Path | None = None
     include_dir: Path | None = None
+    device_lib_dir: Path | None = None  # the device libraries' bitcode (ockl.bc, ...) clang links into kernels
 
     @property
     def amd_tree(self) -> bool:
@@ -260,6 +261,7 @@ def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm
     hip_lang_dir = next((r / "hip-lang" for r in cmake_roots if (r / "hip-lang" / "hip-lang-config.cmake").is_file()), None)
     hipcc = first([prefix / "bin" / "hipcc"])
     version, version_source = _version(prefix, hipcc, environ)
+    compiler = _hip_compiler(prefix, hipcc, environ)
     return Rocm(
         path=prefix,
         version=version,
@@ -269,10 +271,24 @@ def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm
         cmake_roots=cmake_roots,
         cmake_hip_dir=cmake_hip_dir,
         hip_lang_dir=hip_lang_dir,
-        hip_compiler=_hip_compiler(prefix, hipcc, environ),
+        hip_compiler=compiler,
         hipcc=hipcc,
         include_dir=prefix / "include" if (prefix / "include").is_dir() else None,
+        device_lib_dir=_device_libs(prefix, compiler),
     )
+
+
+def _device_libs(prefix: Path, compiler: Path | None) -> Path | None:
+    """Where the device libraries are: AMD's tree keeps them under amdgcn/bitcode, a distribution in its clang's
+    resource folder (Debian: /usr/lib/llvm-N/lib/clang/N/amdgcn/bitcode). clang finds the latter only when
+    ROCM_PATH does not point it elsewhere; a CMake HIP build that must set ROCM_PATH (torch's LoadHIP.cmake)
+    names them as HIP_DEVICE_LIB_PATH."""
+    candidates = [prefix / "amdgcn" / "bitcode"]
+    if compiler is not None:
+        llvm = compiler.resolve().parent.parent  # .../llvm-N/bin/clang++ -> .../llvm-N
+        candidates += sorted((llvm / "lib" / "clang").glob("*/amdgcn/bitcode"))
+        candidates += sorted((llvm / "lib" / "clang").glob("*/lib/amdgcn/bitcode"))
+    return next((c for c in candidates if (c / "ockl.bc").is_file()), None)
 
 
 def _version(prefix: Path, hipcc: Path | None, environ: dict[str, str]) -> tuple[RocmVersion | None, str]:

@@ -28,6 +28,7 @@ class RocmView:
         self.hipcc = str(rocm.hipcc or "")
         self.hip_clang_dir = str(rocm.hip_compiler.parent) if rocm.hip_compiler else ""
         self.include_dir = str(rocm.include_dir or "")
+        self.device_lib_dir = str(rocm.device_lib_dir or "")
         self._rocm = rocm
 
     def has_header(self, name: str) -> bool:

@@ -16,19 +16,25 @@ from pathlib import Path
 
 from rocbuild.errors import StepFailed
 
-# (file under cmake/, the text Debian's configured file holds, what a ROCm wheel's holds)
+# (file under cmake/, the text Debian's configured file holds, what the kit's holds, how many times)
 CONFIGURED = (
     ("Torch/TorchConfig.cmake", '"${CMAKE_CURRENT_LIST_DIR}/../../../../" ABSOLUTE)',
-     '"${CMAKE_CURRENT_LIST_DIR}/../../../" ABSOLUTE)'),
-    ("Caffe2/Caffe2Config.cmake", "# Protobuf\nif(OFF)", "# Protobuf\nif(ON)"),
+     '"${CMAKE_CURRENT_LIST_DIR}/../../../" ABSOLUTE)', 1),
+    # The one change that is not a ROCm wheel's: its libraries are looked for in the kit only. A root also
+    # holds Debian's libtorch.so and libc10.so under /usr/lib, which CMake's default paths would find first
+    # (and an extension would then need libc10.so.2.14); a machine with a torch wheel has no such second torch.
+    ("Torch/TorchConfig.cmake", 'PATHS "${TORCH_INSTALL_PREFIX}/lib")', 'PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)',
+     5),
+    ("Caffe2/Caffe2Config.cmake", "# Protobuf\nif(OFF)", "# Protobuf\nif(ON)", 1),
     ("Caffe2/Caffe2Config.cmake", 'if (OFF)\n  include("${CMAKE_CURRENT_LIST_DIR}/public/LoadHIP.cmake")',
-     'if (ON)\n  include("${CMAKE_CURRENT_LIST_DIR}/public/LoadHIP.cmake")'),
+     'if (ON)\n  include("${CMAKE_CURRENT_LIST_DIR}/public/LoadHIP.cmake")', 1),
     ("Caffe2/Caffe2Config.cmake", '"${CMAKE_CURRENT_LIST_DIR}/../../../../" ABSOLUTE)',
-     '"${CMAKE_CURRENT_LIST_DIR}/../../../" ABSOLUTE)'),
+     '"${CMAKE_CURRENT_LIST_DIR}/../../../" ABSOLUTE)', 1),
 )
 # What the release's LoadHIP.cmake finds REQUIRED beyond what the kit itself installs (rocbuild root torch): a
 # CMake-driven extension's recipe lists them, and --install-missing brings them into the root.
-LOADHIP_PACKAGES = ("librocblas-dev", "libmiopen-dev", "libhipfft-dev", "librocsolver-dev")
+# libhipsolver-fortran1: Debian's hipsolver CMake package names its Fortran library, which that package holds.
+LOADHIP_PACKAGES = ("librocblas-dev", "libmiopen-dev", "libhipfft-dev", "librocsolver-dev", "libhipsolver-fortran1")
 COPIED = ("Torch/TorchConfigVersion.cmake", "Caffe2/public")
 HEADER = "# Written by rocbuild for a build-only ROCm torch, as a ROCm wheel of this release configures it.\n"
 
@@ -52,10 +58,10 @@ def write_cmake_package(debian_cmake: Path, torch: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
     texts: dict[str, str] = {}
-    for name, debian, rocm in CONFIGURED:
+    for name, debian, rocm, times in CONFIGURED:
         text = texts.get(name) or _read(debian_cmake / name)
-        if text.count(debian) != 1:
-            raise StepFailed(f"torch kit: {debian_cmake / name} no longer holds `{debian.splitlines()[-1]}` once",
+        if text.count(debian) != times:
+            raise StepFailed(f"torch kit: {debian_cmake / name} no longer holds `{debian.splitlines()[-1]}` {times} times",
                              hint="this torch release configures its CMake package otherwise: teach torchkit/cmake.py")
         texts[name] = text.replace(debian, rocm)
     for name, text in texts.items():
