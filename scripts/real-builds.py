@@ -201,7 +201,9 @@ def build_one(recipe: str, rocm: str, root: str, archs: str, source: Path | None
             if made else subprocess.CompletedProcess([], 1)
         llvm = llvm_bundles(root, made, work, scratch)
     else:
-        checked = run([*ROCBUILD, "verify", "--json", "--arch", archs, *map(str, wheels)], capture_output=True)
+        # A build meant to carry no device code is verified for none (with --arch, verify wants code for it).
+        judged = [] if no_code else ["--arch", archs]
+        checked = run([*ROCBUILD, "verify", "--json", *judged, *map(str, wheels)], capture_output=True)
         for wheel in wheels:
             llvm.update(llvm_targets(root, wheel, scratch))
     record["rocbuild_verify"] = "ok" if checked.returncode == 0 else f"exit {checked.returncode}"

@@ -1,7 +1,7 @@
-"""What the real-build records say a recipe's build takes (real-builds/results.json: real builds in real
-ROCm roots, on 2-core machines, recorded by scripts/real-builds.py): shown by `plan` before a long build
-starts, and beside a running step. The records sit beside the sources in a checkout of rocbuild; an
-installed rocbuild without them, or `ROCBUILD_RECORDS=` (empty), says nothing."""
+"""What the real-build records say a recipe's build takes (the results file rocbuild ships, as `rocbuild
+recipes status` reads it: real builds in real ROCm roots, on 2-core machines, recorded by
+scripts/real-builds.py): shown by `plan` before a long build starts, and beside a running step.
+`ROCBUILD_RECORDS=FILE` reads another file, `ROCBUILD_RECORDS=` (empty) none."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-CHECKOUT_RECORDS = Path(__file__).resolve().parents[3] / "real-builds" / "results.json"
+from rocbuild.recipe.status import shipped_results
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ def records_file(environ: Mapping[str, str]) -> Path | None:
     named = environ.get("ROCBUILD_RECORDS")
     if named is not None:
         return Path(named) if named else None
-    return CHECKOUT_RECORDS if CHECKOUT_RECORDS.is_file() else None
+    shipped = shipped_results()
+    return shipped if shipped.is_file() else None
 
 
 def passed(recipe: str, path: Path | None) -> list[Record]:
