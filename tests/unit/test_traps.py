@@ -393,3 +393,15 @@ def test_cuda_vector_helpers_are_guarded_by_the_drafter_and_the_recipe_edit_load
     text = apply_fix(recipe, fix, "trap vector-operators-redefined (csrc/include/utils_math.cuh:1): ...")
     loaded = load_recipe_text(text, tmp_path / "m.yaml")
     assert [p.regex for p in loaded.patches] == [True, True]
+
+
+def test_a_full_mask_written_as_a_32_bit_minus_one_is_widened_too(tmp_path):
+    # pytorch-fast-transformers 0.4.0: __shfl_xor_sync(uint32_t(-1), ...), found after 18 minutes of compiling
+    import re
+
+    from rocbuild.draft.masks import CALL, FULL, find_masks
+
+    text = ("a = __shfl_xor_sync(uint32_t(-1), v, m);\nb = __ballot_sync(~0u, p);\n"
+            "c = __shfl_sync((unsigned)-1, v, 0);\nd = __shfl_sync(mask, v, 0);\n")
+    (edit,) = find_masks({"k.cu": text})
+    assert edit.line == 1 and re.sub(CALL, FULL, text).count(FULL) == 3 and "(mask, v, 0)" in re.sub(CALL, FULL, text)

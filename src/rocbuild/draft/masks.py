@@ -20,7 +20,9 @@ FULL = "0xffffffffffffffffULL"
 # A literal 32-bit full mask as a builtin's first argument. One fixed-width look-behind per builtin, so the
 # replacement is plain text: a second run finds it and reports "already applied".
 # `_sync(` covers every builtin but __syncwarp (a package's own *_sync wrapper passes the mask on, too).
-CALL = r"(?:(?<=_sync\()|(?<=__syncwarp\())0x[fF]{8}[uU]?\b"
+# Written as 0xffffffff, or as a 32-bit -1 (pytorch-fast-transformers: uint32_t(-1)) or ~0u.
+CALL = (r"(?:(?<=_sync\()|(?<=__syncwarp\())(?:0x[fF]{8}[uU]?\b|uint32_t\(-1\)|unsigned\(-1\)"
+        r"|\((?:uint32_t|unsigned(?: int)?)\)[ \t]*-1\b|~0[uU]\b)")
 # A full mask named once: `#define FULL_MASK (0xFFFFFFFF)`, `constexpr unsigned kFullMask = 0xffffffff;`.
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*MASK\w*[ \t]+\(?[ \t]*(?P<lit>0x[fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
                     re.MULTILINE | re.IGNORECASE)
