@@ -227,10 +227,13 @@ def test_no_gpu_and_no_arch_exits_3(cli, tmp_path, repo, rocm61, monkeypatch):
     if Path("/sys/class/kfd").exists():
         pytest.skip("this machine has a GPU driver")
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no rocminfo, no enumerators
-    recipe = write_recipe(tmp_path, repo)
+    # A recipe whose wheels must carry device code needs targets; one that says they carry none does not.
+    recipe = write_recipe(tmp_path, repo, device_code="  - code-objects: {files: 'tiny/*.so'}\n")
     code, _, err = cli("plan", recipe, "--rocm", rocm61)
     assert code == 3
     assert "no AMD GPU found and no --arch given" in err and "--arch gfx1100" in err
+    code, out, err = cli("plan", write_recipe(tmp_path, repo), "--rocm", rocm61)
+    assert code == 0 and "archs:  none: its wheels hold no device code of their own" in out, err
 
 
 def test_missing_source_path_is_a_clear_error(cli, tmp_path, rocm61):

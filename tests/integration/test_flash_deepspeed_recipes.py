@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import make_rocm_tree
 from tests.pyenv_trees import make_venv
 
-FLASH_SDIST = ("flash-attn==2.8.3", "1e71dd64a9e0280e0447b8a0c2541bad4bf6ac65bdeaa2f90e51a9e57de0370d")
+FLASH_SDIST = ("flash-attn==2.8.3.post2", "d0f9f0b08a986cdeadbffcf5ec8b3a8f514366c68ad1853d3ab061bc83cc340b")
 DS_SDIST = ("deepspeed==0.19.8", "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af")
 DS_OPS = ("FUSED_ADAM", "FUSED_LAMB", "FUSED_LION", "RANDOM_LTD", "QUANTIZER", "TRANSFORMER",
           "STOCHASTIC_TRANSFORMER", "TRANSFORMER_INFERENCE", "CPU_ADAM", "CPU_ADAGRAD", "CPU_LION")
