@@ -187,7 +187,7 @@ def test_the_pin_replaces_looser_torch_requirements_and_keeps_a_tighter_one(elve
 def test_finalize_pins_torch_for_recipes_built_against_it(elves, tmp_path):
     """The build's relabel step passes the torch of the build identity (recorded for `requires: torch`)."""
     src = make_wheel(tmp_path / "dist", {"ext_demo/_ext.so": elves["ext"]}, ["torch"])
-    plan = SimpleNamespace(work=SimpleNamespace(final=tmp_path / "final", root=tmp_path), local_label="rocm7.2",
+    plan = SimpleNamespace(work=SimpleNamespace(final=tmp_path / "final", root=tmp_path), local_label="rocm7.2", run_env={},
                            recipe=SimpleNamespace(runpath=None, path=tmp_path / "r.yaml"))
     for torch, expected in ((TORCH, ["torch==2.14.*"]), (None, ["torch"])):
         identity = SimpleNamespace(key=lambda: "k" * 64, to_json=lambda: {}, python=SimpleNamespace(torch=torch))
