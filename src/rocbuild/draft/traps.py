@@ -310,26 +310,29 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
     return Evidence(torch.jit, f"cpp_extension.load at {torch.jit}", ",".join(torch.jit_sources))
 
 
+HIP_LANGUAGE = r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b"
+
+
 def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
     """A top CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA))."""
-    text = "\n".join(files.cmake)
-    if re.search(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|USE_ROCM|\bhip::", text):
-        return None
-    for number, line in enumerate(files.cmake, 1):
-        if re.search(r"\bproject\s*\([^)]*\bCUDA\b|enable_language\s*\(\s*CUDA\b", line):
-            return Evidence(f"CMakeLists.txt:{number}", line.strip())
-    return None
+    return _cmake_line(files, r"\bproject\s*\([^)]*\bCUDA\b|enable_language\s*\(\s*CUDA\b",
+                       unless=HIP_LANGUAGE + r"|USE_ROCM|\bhip::")
 
 
 def runtime_binding(files: BuildFiles) -> Evidence | None:
     """A CMake project that links HIP's runtime (hip::host, amdhip64) and compiles no HIP source."""
-    if files.torch is not None or not files.cmake:
+    if files.torch is not None:
         return None
-    text = "\n".join(files.cmake)
-    if re.search(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|\.hip\b|\.cu\b|hip_add_library", text):
+    return _cmake_line(files, r"\bhip::host\b|\bamdhip64\b|\bhip::amdhip64\b",
+                       unless=HIP_LANGUAGE + r"|\.hip\b|\.cu\b|hip_add_library")
+
+
+def _cmake_line(files: BuildFiles, wanted: str, *, unless: str) -> Evidence | None:
+    """The first line of the top CMakeLists.txt matching `wanted`, where nothing in it matches `unless`."""
+    if re.search(unless, "\n".join(files.cmake)):
         return None
     for number, line in enumerate(files.cmake, 1):
-        if re.search(r"\bhip::host\b|\bamdhip64\b|\bhip::amdhip64\b", line):
+        if re.search(wanted, line):
             return Evidence(f"CMakeLists.txt:{number}", line.strip())
     return None
 
