@@ -26,12 +26,13 @@ class Progress:
         self.quiet = quiet
         self.watching = watch
 
-    def watch(self, label: str, estimate: str = "") -> StepWatch | None:
-        """How far the step `label` is, while it runs: a live line on a terminal, else a line a minute."""
+    def watch(self, label: str, estimate: Callable[[], str] = lambda: "") -> StepWatch | None:
+        """How far the step `label` is, while it runs: a live line on a terminal, else a line a minute.
+        `estimate` (what the records say) is asked only then."""
         if self.quiet or not self.watching:
             return None
         live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        return StepWatch(label, self.stream, live=live, estimate=estimate)
+        return StepWatch(label, self.stream, live=live, estimate=estimate())
 
     def say(self, text: str) -> None:
         if self.quiet:

@@ -288,7 +288,7 @@ class Engine:
             self.plan.work.build.mkdir(parents=True, exist_ok=True)
         box = sandbox(self.plan, step)
         env = step_environment(self.plan, step) if box else {**self.plan.base_env, **step.env}
-        watch = self.progress.watch(label, self.estimate)
+        watch = self.progress.watch(label, lambda: self.estimate)
         try:
             result = self.runner.run(step.argv, cwd=step.cwd, env=env, log=log, shell=step.shell, sandbox=box,
                                      watch=watch)
