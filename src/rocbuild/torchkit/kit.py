@@ -62,8 +62,6 @@ HIP_LIBRARIES = {"c10_hip": ("c10/hip/",), "torch_hip": ("ATen/hip/", "ATen/nati
 # Headers of c10/hip and ATen/hip that do not compile on their own in this release (amdsmi missing from
 # Debian; a masquerading allocator upstream marks "SHOULD NOT BE USED"), left out of the symbol read.
 UNREADABLE_HEADERS = ("c10/hip/driver_api.h", "ATen/hip/impl/HIPAllocatorMasqueradingAsCUDA.h")
-# The configured headers a ROCm build writes (CMake fills CUDAConfig.h.in and hip_cmake_macros.h.in);
-# neither template ships in an install, so they are written from what the templates hold.
 # aten/src/THC of the torch release, kept for extensions that include <THC/THCAtomics.cuh> (torchvision's
 # old kernels, DCNv3/v4, mmcv ops). A CPU install (Debian's) has no THC; PyTorch's ROCm build hipifies it to
 # THH and its wheel ships torch/include/THH (setup.py's package data), which cpp_extension's ROCm path puts
@@ -77,6 +75,8 @@ THC_HEADERS = {
                                             "#include <ATen/cuda/Atomic.cuh>\n"),
     "THCDeviceUtils.cuh": THC_GUARD.format(body="// TODO: Remove this header\n#include <ATen/cuda/DeviceUtils.cuh>\n"),
 }
+# The configured headers a ROCm build writes (CMake fills CUDAConfig.h.in and hip_cmake_macros.h.in);
+# neither template ships in an install, so they are written from what the templates hold.
 HIP_CONFIG = """\
 #pragma once
 // Written by rocbuild for a build-only ROCm torch, as a ROCm build configures ATen/cuda/CUDAConfig.h.in.
