@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -274,3 +275,131 @@ def test_a_cmake_torch_extension_takes_the_kits_hip_path_and_links_its_hip_libra
     cpu = rocbuild("root", "run", root, "--", "sh", "-c", configure, "sh", "cpu",
                    "-DTorch_DIR=/usr/lib/x86_64-linux-gnu/cmake/Torch", cwd=tmp_path)
     assert cpu.returncode != 0 and "not a ROCm build" in cpu.stdout + cpu.stderr, (cpu.stdout + cpu.stderr)[-3000:]
+
+
+# -- several extensions at once (engine/extshim) ------------------------------------------------------------
+# Four small CUDAExtensions, each a HIP kernel and a binding that needs no torch header, so that a compile
+# costs a second or two: what is shown is how torch's BuildExtension runs them, not what they compute.
+MANY_EXTS = 4
+MANY_KERNEL = """\
+#include <hip/hip_runtime.h>
+__global__ void add_{i}(float* x) {{ x[threadIdx.x] += {i}.0f; }}
+extern "C" void launch_{i}(float* x) {{ hipLaunchKernelGGL(add_{i}, dim3(1), dim3(64), 0, 0, x); }}
+"""
+MANY_BINDING = """\
+#include <Python.h>
+static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, "many_{i}", NULL, -1, NULL}};
+PyMODINIT_FUNC PyInit_many_{i}(void) {{ return PyModule_Create(&def); }}
+"""
+MANY_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+setup(name="many", version="0.1", cmdclass={"build_ext": BuildExtension.with_options(use_ninja=%s)},
+      ext_modules=[CUDAExtension(f"many_{i}", [f"binding{i}.cpp", f"kernel{i}.hip"]) for i in range(%d)])
+"""
+# The host compiler (CC: each binding's compile and each link, on both of torch's paths) through a script
+# that notes when each run starts and ends, in the work folder (a confined step writes nowhere else): how
+# many ran at once is read from it.
+TIMED_CXX = """\
+#!/bin/sh
+echo "start $$ $(date +%s.%N)" >> "$COMPILE_LOG"
+c++ "$@"; rc=$?
+echo "end $$ $(date +%s.%N)" >> "$COMPILE_LOG"
+exit $rc
+"""
+MANY_RECIPE = """\
+schema: 1
+name: many
+version: "0.1"
+source: {path: many}
+options:
+  order:
+    default: parallel
+    choices: [parallel, serial]
+    help: "serial: setuptools' own order, one extension after another"
+requires:
+  torch: rocm
+  python: [setuptools, wheel, ninja]
+env:
+  ROCM_HOME: "${{ torch.rocm_home or rocm.path }}"
+  PYTORCH_ROCM_ARCH: "${{ archs | join(';') }}"
+  CC: "${{ src }}/timed-c++"
+  CXX: "${{ src }}/timed-c++"
+  COMPILE_LOG: "${{ src }}/compiles.log"
+  ROCBUILD_EXTENSION_JOBS:
+    value: "1"
+    when: "${{ options.order == 'serial' }}"
+steps:
+  - wheel: {}
+verify:
+  - code-objects: {files: "many_*.so"}
+"""
+
+
+def _libraries(wheel: Path, scratch: Path) -> dict[str, list[str]]:
+    """Each library's symbols (address, kind, name) and device code targets, as `verify` reads them. Not their bytes: clang names each
+    translation unit's HIP symbols (__hip_cuid_<hash>) from its paths, which differ in any other work folder."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".so")]
+        zf.extractall(scratch, names)
+    facts = {}
+    for name in names:
+        symbols = subprocess.run(["nm", scratch / name], capture_output=True, text=True, check=True).stdout
+        facts[name] = sorted(re.sub(r"(__hip_(?:cuid|gpubin_handle)_)[0-9a-f]+", r"\1#", symbols).splitlines())
+    report = json.loads(rocbuild("verify", "--json", "--arch", ARCH, wheel).stdout)
+    for f in (f for i in report["inputs"] for f in i["files"] if f["path"] in facts):
+        facts[f["path"]].append(f"targets: {f['targets']}")
+    return facts
+
+
+def _most_at_once(log: Path) -> int:
+    events = sorted((float(t), 1 if what == "start" else -1) for what, _, t in (line.split() for line in
+                                                                              log.read_text().splitlines()))
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
+
+
+@pytest.mark.parametrize("ninja", [True, False], ids=["ninja", "no-ninja"])
+def test_several_extensions_compile_at_once_within_the_job_count(root, kit, tmp_path, private_cache, ninja):  # noqa: F811
+    """Both of torch's paths: ninja's (a build.ninja per build_temp) and use_ninja=False (torch-scatter's), where
+    torch swaps the shared compiler's executable around each file."""
+    src = tmp_path / "recipes" / "many"
+    src.mkdir(parents=True)
+    for i in range(MANY_EXTS):
+        (src / f"kernel{i}.hip").write_text(MANY_KERNEL.format(i=i))
+        (src / f"binding{i}.cpp").write_text(MANY_BINDING.format(i=i))
+    (src / "setup.py").write_text(MANY_SETUP % (ninja, MANY_EXTS))
+    (src / "timed-c++").write_text(TIMED_CXX)
+    (src / "timed-c++").chmod(0o755)
+    recipe = tmp_path / "recipes" / "many.yaml"
+    recipe.write_text(MANY_RECIPE)
+    results = {}
+    for how in ("serial", "parallel"):
+        work = tmp_path / f"work-{how[:3]}"  # paths of one length: each library's RUNPATH into the kit names it
+        args = ["--set", f"order={how}"]
+        built = rocbuild(recipe, "--root", root, "--python", kit, "--arch", ARCH, "--jobs", "2", "--no-cache",
+                         "--work", work, "--out", tmp_path / f"wh-{how}", "-v", *args, env=private_cache)
+        assert built.returncode == 0, built.stderr[-4000:]
+        (wheel,) = (tmp_path / f"wh-{how}").glob("*.whl")
+        contents = _libraries(wheel, tmp_path / f"x-{how}")
+        temps = sorted({p.parent.name for p in (work / "src" / "build").glob("temp.*/**/kernel*.o")})
+        results[how] = (built, contents, temps, _most_at_once(work / "src" / "compiles.log"))
+    serial, parallel = results["serial"], results["parallel"]
+    # Serial: objects in the shared build_temp, one compile at a time. Parallel: a build folder per extension,
+    # two compilers at once and never more than --jobs.
+    assert len(serial[2]) == 1 and serial[3] == 1, (serial[2], serial[3])
+    assert parallel[2] == [f"many_{i}" for i in range(MANY_EXTS)], parallel[2]
+    assert parallel[3] == 2, parallel[3]
+    # The same libraries: the same symbols at the same addresses, the same device code; both verified.
+    assert serial[1] == parallel[1] and len(serial[1]) == MANY_EXTS
+    # The plan shows the shim, its job count, and the build environment's tools (ninja) first on the wheel's PATH.
+    for how, jobs in (("serial", "1"), ("parallel", "2")):
+        plan = json.loads(rocbuild("plan", recipe, "--root", root, "--python", kit, "--arch", ARCH, "--jobs", "2",
+                                   "--work", tmp_path / f"work-{how[:3]}", "--set", f"order={how}", "--json",
+                                   env=private_cache).stdout)
+        assert plan["env"]["ROCBUILD_EXTENSION_JOBS"] == jobs and "/extshim/" in plan["env"]["PYTHONPATH"]
+        (wheel_step,) = plan["steps"]
+        assert wheel_step["env"]["PATH"].startswith(str(tmp_path / f"work-{how[:3]}" / "buildenv" / "bin") + ":")

@@ -15,7 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rocbuild"
 STAGES = {"cli": 11, "attempt": 10, "ci": 10, "engine": 9, "wheelhouse": 8, "doctor": 8, "verify": 7, "plan": 6, "draft": 5,
           "recipe": 4, "source": 3, "torchkit": 3, "detect": 2, "roots": 1, "process": 1}
 # The only modules outside cli/ that may read os.environ: XDG folders, and a child's environment.
-ENVIRONMENT_READERS = {"paths.py", "process/runner.py"}
+# engine/extshim runs inside a build step's python (as its sitecustomize), not in rocbuild: the plan's
+# environment is all it has.
+ENVIRONMENT_READERS = {"paths.py", "process/runner.py", "engine/extshim/sitecustomize.py"}
 
 
 def modules() -> dict[str, Path]:

@@ -76,7 +76,9 @@ def test_bitsandbytes_plan(environ, rocm61, tmp_path, archs):
     assert f"-DCMAKE_HIP_COMPILER={rocm61}/lib/llvm/bin/clang++" in cmake.argv
     assert cmake_build.argv == ("cmake", "--build", build, "--parallel", "3")
     assert wheel.argv[1:7] == ("-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation")
-    assert wheel.env == {"BNB_SKIP_CMAKE": "1"}
+    # The build environment's commands come first on the wheel step's PATH, before ccache's and ROCm's.
+    tools = str(tmp_path / "w" / "buildenv" / "bin")
+    assert wheel.env == {"BNB_SKIP_CMAKE": "1", "PATH": f"{tools}:{plan.base_env['PATH']}"}
     assert plan.base_env["ROCM_PATH"] == str(rocm61) and plan.base_env["HIP_PLATFORM"] == "amd"
     assert plan.requirements.cmake_packages == ("hipblas", "hiprand", "hipblaslt", "rocblas", "hipcub")
     assert isinstance(plan.source, GitSource)
@@ -97,7 +99,7 @@ def test_bitsandbytes_plan_json(cli, rocm61, tmp_path):
     assert f"-DCMAKE_HIP_COMPILER={rocm61}/lib/llvm/bin/clang++" in cmake["argv"]
     assert cmake_build["argv"] == ["cmake", "--build", build, "--parallel", "3"]
     assert wheel["argv"][1:7] == ["-m", "pip", "wheel", src, "--no-deps", "--no-build-isolation"]
-    assert wheel["env"] == {"BNB_SKIP_CMAKE": "1"}
+    assert wheel["env"] == {"BNB_SKIP_CMAKE": "1", "PATH": f"{tmp_path / 'w' / 'buildenv' / 'bin'}:{plan['env']['PATH']}"}
     assert plan["env"]["ROCM_PATH"] == str(rocm61) and plan["env"]["HIP_PLATFORM"] == "amd"
     assert plan["requirements"]["cmake_packages"] == ["hipblas", "hiprand", "hipblaslt", "rocblas", "hipcub"]
     assert plan["source"]["kind"] == "git"

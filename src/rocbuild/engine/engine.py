@@ -43,7 +43,7 @@ from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
 from rocbuild.plan.confine import sandbox, step_environment
 from rocbuild.plan.failure import report_context
-from rocbuild.plan.model import Plan, Step
+from rocbuild.plan.model import EXTENSION_JOBS, EXTENSION_SHIM, Plan, Step, extension_shim_dir
 from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
@@ -161,6 +161,7 @@ class Engine:
             if until == "prepare":
                 return BuildResult((), plan.work.src, stopped_after="prepare")
             self._ccache_links()
+            self._extension_shim()
             with step_tmp(plan.step_tmp):
                 for index, step in enumerate(plan.steps, start=1):
                     previous = self._run_step(index, step, previous)
@@ -262,6 +263,14 @@ class Engine:
             tmp.unlink(missing_ok=True)
             tmp.symlink_to(ccache)
             os.replace(tmp, link)
+
+    def _extension_shim(self) -> None:
+        """The torch extensions' build shim, where the plan's PYTHONPATH names it (plan/planner.py)."""
+        if EXTENSION_JOBS not in self.plan.base_env:
+            return
+        folder = extension_shim_dir(self.plan.work)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(EXTENSION_SHIM, folder / EXTENSION_SHIM.name)
 
     # -- steps --------------------------------------------------------------
 

@@ -8,6 +8,7 @@ consumer handles every kind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shlex
@@ -38,6 +39,20 @@ LOCATION_ENV = frozenset({"PATH", "CCACHE_DIR", "CCACHE_BASEDIR", "CMAKE_C_COMPI
                           "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER", "TMPDIR", "PYTORCH_NVCC"})
 # Set to the job count for every step; how fast, not what: left out of the build identity.
 PARALLEL_ENV = ("CMAKE_BUILD_PARALLEL_LEVEL", "MAX_JOBS")
+# How many compilers a torch extension's build shim (engine/extshim) runs at once across its extensions;
+# also left out of the build identity: the objects are those of a serial build.
+EXTENSION_JOBS = "ROCBUILD_EXTENSION_JOBS"
+EXTENSION_SHIM = Path(__file__).resolve().parent.parent / "engine" / "extshim" / "sitecustomize.py"
+
+
+def extension_shim_dir(work: WorkDirs) -> Path:
+    """Where the engine copies the shim, named by its digest so that a changed shim changes the identity."""
+    return work.root / "extshim" / _shim_digest()
+
+
+@functools.cache
+def _shim_digest() -> str:
+    return hashlib.sha256(EXTENSION_SHIM.read_bytes()).hexdigest()[:12]
 
 
 # -- patches ----------------------------------------------------------------
@@ -163,7 +178,8 @@ class Step:
     def identity(self) -> dict[str, Any]:
         """What decides whether a finished step must run again (chained after the prepared tree)."""
         return {"name": self.name, "kind": self.kind, "argv": self.argv, "shell": self.shell,
-                "cwd": self.cwd, "env": self.env, "wheel_dir": self.wheel_dir, "network": self.network}
+                "cwd": self.cwd, "env": {k: v for k, v in self.env.items() if k not in LOCATION_ENV},
+                "wheel_dir": self.wheel_dir, "network": self.network}
 
 
 # -- checks -----------------------------------------------------------------

@@ -23,6 +23,7 @@ from rocbuild.plan.confine import CONFINED_HOME, CONFINED_PASSED
 from rocbuild.plan.model import (
     BUILD_ONLY_LABEL,
     CANONICAL_ROOT,
+    EXTENSION_JOBS,
     IMPORT_ONE,
     LOCATION_ENV,
     PARALLEL_ENV,
@@ -42,6 +43,7 @@ from rocbuild.plan.model import (
     Step,
     WheelContainsCheck,
     check_identity,
+    extension_shim_dir,
 )
 from rocbuild.plan.render import PythonView, Renderer, RocmView, TorchView
 from rocbuild.recipe.files import SOURCE_FILE_ACCEPTED, TREE_PATH_ACCEPTED, find_patch_file, patch_dirs_for, tree_path_problem
@@ -97,7 +99,8 @@ def make_plan(
                         source_dir=source_dir, cache=CANONICAL_ROOT / "cache", local_version=local_version,
                         build_env=build_env, refuse=refuse, torch_index=torch_index)
     rendered = Rendered(
-        env={k: v for k, v in canonical.base_env.items() if k not in LOCATION_ENV and k not in PARALLEL_ENV},
+        env={k: v for k, v in canonical.base_env.items()
+             if k not in LOCATION_ENV and k not in PARALLEL_ENV and k != EXTENSION_JOBS},
         patches=tuple(p.identity() for p in canonical.patches),
         steps=tuple(s.identity() for s in canonical.steps),
         checks=tuple(check_identity(c) for c in canonical.verify),
@@ -128,6 +131,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches if _applies(r, e))
     wheel_python = env_plan.python if env_plan is not None else host.python.executable
     steps = tuple(_step(entry, r, host, work, wheel_python) for entry in recipe.steps if _applies(r, entry))
+    if env_plan is not None:
+        steps = _tools_first(steps, Path(env_plan.python).parent, base_env.get("PATH") or host.path)
     has_wheels = any(s.kind == "wheel" for s in steps)
     run_env = {name: r.text(c.value, c.pos, c.pos.key) for name, c in recipe.run_env if _applies(r, c)}
     return Plan(recipe=recipe, host=host, options=dict(options), work=work, out=out, source=source,
@@ -203,10 +208,20 @@ def _base_env(r: Renderer, recipe: Recipe, host: Host, work: WorkDirs, cache: Pa
             # compiler cache of its own; on its ninja path it takes this instead: the masquerade link, so a
             # --try that starts a fresh tree compiles again only the files whose inputs changed.
             base_env["PYTORCH_NVCC"] = str(ccache_dir / "bin" / "hipcc")
+    if recipe.requires.torch is not None:
+        base_env.update(_extension_shim_env(host, work))
     for name, cond in recipe.env:
         if _applies(r, cond):
             base_env[name] = r.text(cond.value, cond.pos, cond.pos.key)
     return base_env
+
+
+def _extension_shim_env(host: Host, work: WorkDirs) -> dict[str, str]:
+    """torch's BuildExtension builds a package's extensions one after another; the shim (engine/extshim)
+    builds them at the same time within the job count. A recipe's `env:` may set EXTENSION_JOBS to 1."""
+    user = [] if host.confine.on else [host.environ.get("PYTHONPATH", "")]
+    return {EXTENSION_JOBS: str(host.jobs),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(extension_shim_dir(work)), *user]))}
 
 
 def confined_env(host: Host) -> dict[str, str]:
@@ -499,6 +514,14 @@ def _step(entry: StepSpec, r: Renderer, host: Host, work: WorkDirs, wheel_python
             return replace(step, argv=tuple(argv), wheel_dir=outdir, project=project)
         case _:
             assert_never(entry)
+
+
+def _tools_first(steps: tuple[Step, ...], tools: Path, path: str) -> tuple[Step, ...]:
+    """A wheel step finds its build environment's commands (ninja, cmake, cython from `requires.python`)
+    first on PATH, as pip's isolated builds do: torch's cpp_extension takes its ninja path only when
+    `ninja` answers there, and compiles one file at a time otherwise."""
+    first = f"{tools}{os.pathsep}{path}"
+    return tuple(replace(s, env={"PATH": first, **s.env}) if s.kind == "wheel" else s for s in steps)
 
 
 def _in_src(work: WorkDirs, value: str | None, default: str) -> str:
