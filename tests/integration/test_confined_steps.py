@@ -100,6 +100,18 @@ def test_a_confined_step_reaches_nothing_but_its_work_folder(probe, tmp_path):
     assert "system read-only" in online and "home hidden" in online and "no secret variable" in online
 
 
+def test_a_recipe_kept_in_the_home_folder_does_not_show_the_home_folder(probe, tmp_path):
+    """The recipe's folder is bound back into a step (what it names may lie there), but never when that
+    folder is the home folder itself: found by a build run as a user whose recipe sat in ~."""
+    recipe, env, args, _ = probe
+    in_home = Path(env["HOME"]) / "probe.yaml"
+    in_home.write_text(recipe.read_text())
+    built = rocbuild("build", in_home, *args, env=env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    lines = said(tmp_path / "w", "01-probe")
+    assert "home hidden" in lines and "PRIVATE KEY" not in lines, "\n".join(lines)
+
+
 def test_plan_shows_the_sandbox_and_no_confine_turns_it_off(probe):
     recipe, env, args, _ = probe
     text = rocbuild("plan", recipe, *args, env=env).stdout

@@ -51,9 +51,11 @@ def readable(plan: Plan) -> tuple[str, ...]:
     out: list[str] = []
     for folder in folders:
         text = os.path.abspath(str(folder))
-        inside = any(text == c or text.startswith(c + "/") for c in covered)
-        # never an ancestor of a hidden folder: binding it would show that folder again
-        if inside and text not in out and not any(c.startswith(text.rstrip("/") + "/") for c in covered):
+        inside = any(text.startswith(c.rstrip("/") + "/") for c in covered)
+        # never a hidden folder itself (a recipe kept in ~ would bind the whole home back), nor an ancestor
+        # of one: binding it would show that folder again
+        if inside and text not in out and text not in covered and not any(c.startswith(text.rstrip("/") + "/")
+                                                                          for c in covered):
             out.append(text)
     return tuple(out)
 
