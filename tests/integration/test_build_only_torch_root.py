@@ -337,8 +337,9 @@ verify:
 
 
 def _libraries(wheel: Path, scratch: Path) -> dict[str, list[str]]:
-    """Each library's symbols (address, kind, name) and device code targets, as `verify` reads them. Not their bytes: clang names each
-    translation unit's HIP symbols (__hip_cuid_<hash>) from its paths, which differ in any other work folder."""
+    """Each library's symbols (address, kind, name) and device code targets, as `verify` reads them. Not their
+    bytes: clang names each translation unit's HIP symbols (__hip_cuid_<hash>) from its paths, which differ in
+    any other work folder, and its debug info names those paths."""
     with zipfile.ZipFile(wheel) as zf:
         names = [n for n in zf.namelist() if n.endswith(".so")]
         zf.extractall(scratch, names)
