@@ -1,0 +1,87 @@
+"""A whole rocbuild build run by a user without root, confined on the host: rocbuild installed into a venv
+of the system python (which that user can run), the issue's probes in a step, then the bundled hello-hip
+built for real with Debian's hipcc. Needs root only to make the user; the builds run as that user."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.integration.test_confined_steps import PROBES
+
+pytestmark = [pytest.mark.network, pytest.mark.hipcc, pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("bwrap") is None,
+                                 reason="needs root (to make a user), useradd and bubblewrap")]
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="module")
+def user() -> Iterator[tuple[str, Path, Path]]:
+    """(name, its home, rocbuild's venv): a fresh user, and rocbuild from this checkout in a venv it can run."""
+    name = f"rbtest{uuid.uuid4().hex[:6]}"
+    base = Path(tempfile.mkdtemp(prefix="rocbuild-rootless-"))
+    base.chmod(0o755)  # mkdtemp makes it 0700; the user must reach the venv
+    home = base / "home"
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh", name], check=True)
+    try:
+        home.mkdir()
+        venv = base / "venv"
+        subprocess.run([SYSTEM_PYTHON, "-m", "venv", venv], check=True)
+        subprocess.run([venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", REPO], check=True,
+                       capture_output=True)
+        shutil.copytree(REPO / "examples" / "hello-hip", home / "hello-hip")
+        (home / ".ssh").mkdir()
+        (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        shutil.chown(home, name)
+        for path in home.rglob("*"):
+            shutil.chown(path, name)
+        yield name, home, venv
+    finally:
+        subprocess.run(["userdel", name], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(user: tuple[str, Path, Path], *args: object) -> subprocess.CompletedProcess[str]:
+    name, home, venv = user
+    env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "CI_SECRET_TOKEN": "hunter2"}
+    return subprocess.run(["setpriv", f"--reuid={name}", f"--regid={name}", "--init-groups", "--",
+                           venv / "bin" / "rocbuild", *map(str, args)], env=env, cwd=home, capture_output=True,
+                          text=True, check=False, timeout=600)
+
+
+def test_a_user_without_root_builds_confined(user):
+    name, home, _ = user
+    tag = uuid.uuid4().hex[:8]
+    (home / "probe.yaml").write_text(
+        f"schema: 1\nname: probe\nversion: '1.0'\noutput: tree\nsource:\n  path: {home / 'hello-hip'}\n"
+        f"env:\n  MARK_SYSTEM: /usr/local/rocbuild-escape-{tag}\n  MARK_TMP: /tmp/rocbuild-escape-{tag}\n"
+        f"  SECRET_FILE: {home}/.ssh/id_ed25519\n  SLEEPER: '1'\n"
+        f"steps:\n  - name: probe\n    shell: |\n{textwrap.indent(PROBES.strip(), '      ')}\n")
+    shutil.chown(home / "probe.yaml", name)
+    probed = as_user(user, "build", home / "probe.yaml", "--arch", "gfx1030", "--work", home / "w-probe")
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    assert "not confined" not in probed.stderr
+    lines = (home / "w-probe" / "logs" / "01-probe.log").read_text().splitlines()
+    for line in ("no network", "system read-only", "tmp written", "home hidden", "no devices", "no secret variable",
+                 "interfaces: lo"):
+        assert line in lines, "\n".join(lines)
+    assert not Path(f"/usr/local/rocbuild-escape-{tag}").exists() and not Path(f"/tmp/rocbuild-escape-{tag}").exists()
+    # The bundled example, for real: its wheel verified, everything it wrote owned by the user.
+    built = as_user(user, "build", "hello-hip", "--arch", "gfx1030", "--work", home / "w", "--out", home / "wh")
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "not confined" not in built.stderr, built.stderr
+    plan = as_user(user, "plan", "hello-hip", "--arch", "gfx1030").stdout
+    assert "confinement: each step runs in a sandbox" in plan and "--unshare-user" in plan, plan
+    (wheel,) = (home / "wh").glob("hello_hip-*.whl")
+    owners = {p.owner() for p in (home / "w", home / "wh", home / ".cache", wheel)}
+    assert owners == {name}, owners
