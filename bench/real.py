@@ -5,6 +5,9 @@
       ccache off; the hand script uses the build environment rocbuild made (a person's venv)
   (g) a ccache-warm rebuild after a version bump (a new work folder and tree, the same sources)
       vs the cold build, ccache on: bitsandbytes when BNB_SRC is given, else hello-hip
+  (i) rocbuild building a small torch extension (one HIP kernel and its binding, as CUDAExtension builds
+      them) against the root's build-only torch vs `pip wheel --no-build-isolation` run by hand in the same
+      root, with the plan's environment and build environment, ccache off
 """
 
 from __future__ import annotations
@@ -87,6 +90,73 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
             "root": root, "arch": "gfx1100",
             "note": "rocbuild's time includes entering the root, detection, prepare, the requirement checks, "
                     "labelling and verify; both sides use the same (shared) build environment"}
+
+
+TORCH_EXT = {
+    "kernel.cu": "#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+                 "__global__ void add_one(float* x, int n) {\n"
+                 "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] += 1.0f;\n}\n"
+                 "void add_one_cuda(torch::Tensor x) {\n  int n = x.numel();\n"
+                 "  add_one<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), n);\n}\n",
+    "binding.cpp": "#include <torch/extension.h>\nvoid add_one_cuda(torch::Tensor x);\n"
+                   "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"add_one\", &add_one_cuda); }\n",
+    "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+                "setup(name='addone', version='0.1', cmdclass={'build_ext': BuildExtension},\n"
+                "      ext_modules=[CUDAExtension('addone_ext', ['binding.cpp', 'kernel.cu'])])\n",
+}
+TORCH_EXT_RECIPE = """\
+schema: 1
+name: addone
+version: "0.1"
+source: {path: addone}
+requires:
+  torch: rocm
+  python: [setuptools, wheel, ninja]
+env:
+  ROCM_HOME: "${{ torch.rocm_home or rocm.path }}"
+  PYTORCH_ROCM_ARCH: "${{ archs | join(';') }}"
+steps:
+  - wheel: {}
+verify:
+  - code-objects: {files: "addone_ext*.so"}
+"""
+
+
+def torchext_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, pairs: int = 3) -> dict[str, Any]:
+    tmp.mkdir(parents=True)
+    made = subprocess.run(rocbuild + ["root", "torch", root], env=env, check=True, capture_output=True, text=True)
+    kit = made.stdout.strip().splitlines()[-1]
+    tree = tmp / "recipes" / "addone"  # under /tmp, which the root shares
+    tree.mkdir(parents=True)
+    for name, text in TORCH_EXT.items():
+        (tree / name).write_text(text)
+    recipe = tmp / "recipes" / "addone.yaml"
+    recipe.write_text(TORCH_EXT_RECIPE)
+    args = [str(recipe), "--root", root, "--python", kit, "--arch", "gfx1100"]
+    # Untimed: makes the build environment both sides use, fills pip's cache and the page cache.
+    _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
+                       "--out", str(tmp / "o0")], env)
+    plan = json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(tmp / "w1"), "--json"],
+                                     env=env, check=True, capture_output=True, text=True).stdout)
+
+    def by_rocbuild(i: int) -> float:
+        return _timed(rocbuild + ["build", *args, "--no-cache", "--work", str(tmp / f"w{i + 1}"),
+                                  "--out", str(tmp / f"o{i + 1}")], env)
+
+    def by_hand(i: int) -> float:
+        script = tmp / f"hand{i + 1}.sh"
+        script.write_text(hand_script(plan, tmp / "w1", tmp / f"hand{i + 1}", tree, tmp / "w0" / "buildenv"))
+        return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
+
+    rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
+    figures = pair_figures(rocbuild_runs, hand_runs, digits=2)
+    return {"rocbuild_s": figures["median_s"], "hand_s": figures["other_median_s"], "ratio": figures["ratio"],
+            "pair_ratios": figures["pair_ratios"], "ratio_of_medians": figures["ratio_of_medians"],
+            "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"], "root": root,
+            "arch": "gfx1100", "torch": kit,
+            "note": "rocbuild's time includes entering the root, detection, prepare, the torch and requirement "
+                    "checks, the step's sandbox, labelling and verify; the hand side runs the plan's pip wheel "
+                    "command with the plan's environment, unconfined"}
 
 
 def ccache_rebuild(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str,

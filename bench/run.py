@@ -15,6 +15,8 @@
       the same served by the build cache (`--clean`: planned, verified again, no step runs) and
       `rocbuild plan hello-hip`, each against `python -m pip --version`: the median of seven runs of
       each, the order alternating from round to round, as a ratio to pip's
+  (i) in the same root: a small torch extension by rocbuild vs `pip wheel --no-build-isolation` by hand
+      (bench/real.py), against the root's build-only torch, ccache off: interleaved pairs
 
 (a) and (f) interleave pairs of runs (three and five) and take the median of the
 pairs' ratios (bench/pairs.py), start-up the median of five runs, (h) medians of seven;
@@ -44,9 +46,9 @@ ROCBUILD = [sys.executable, "-m", "rocbuild"]
 ROCBUILD_EXE = [str(Path(sys.executable).parent / "rocbuild")]  # the console script users run
 TARGETS = {"overhead_ratio": ("<=", 1.02), "cached_rebuild_s": ("<", 0.3), "mirror_speedup": (">=", 10.0),
            "startup_ms": ("<", 150.0), "verify_big_bundle_s": ("<", 1.0), "bnb_vs_hand_ratio": ("<=", 1.02),
-           "noop_rebuild_vs_pip": ("<=", 1.0)}
+           "noop_rebuild_vs_pip": ("<=", 1.0), "torchext_vs_hand_ratio": ("<=", 1.02)}
 # What --only can pick; each is one or more sections of the results file.
-SECTIONS = ("overhead", "cached_rebuild", "mirror", "startup", "verify_big", "in_root", "noop")
+SECTIONS = ("overhead", "cached_rebuild", "mirror", "startup", "verify_big", "in_root", "noop", "torchext")
 BIG_TARGETS = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1201")
 BIG_ENTRY = 256 << 20  # bytes of each decompressed entry
 
@@ -252,11 +254,20 @@ def in_root(tmp: Path, env: dict[str, str], root: str, bnb_src: Path | None) -> 
     return out
 
 
+def torchext(tmp: Path, env: dict[str, str], root: str) -> dict:
+    from real import have_root, torchext_vs_hand
+
+    if not have_root(ROCBUILD_EXE, root, env):
+        return {"measured": False, "why": f"no build root {root} (rocbuild root create {root} --rocm 7.2)"}
+    return torchext_vs_hand(tmp, ROCBUILD_EXE, env, root)
+
+
 # Each figure: the section of the results it is read from, and its key there.
 FIGURES = {"overhead_ratio": ("overhead", "overhead_ratio"), "cached_rebuild_s": ("cached_rebuild", "cached_rebuild_s"),
            "mirror_speedup": ("mirror", "mirror_speedup"), "startup_ms": ("startup", "startup_ms"),
            "verify_big_bundle_s": ("verify_big", "verify_s"), "bnb_vs_hand_ratio": ("bnb_vs_hand", "ratio"),
-           "noop_rebuild_vs_pip": ("noop", "noop_rebuild_vs_pip")}
+           "noop_rebuild_vs_pip": ("noop", "noop_rebuild_vs_pip"),
+           "torchext_vs_hand_ratio": ("torchext_vs_hand", "ratio")}
 
 
 def measure(only: set[str], args: argparse.Namespace) -> dict:
@@ -283,6 +294,8 @@ def measure(only: set[str], args: argparse.Namespace) -> dict:
             out.update(in_root(tmp, env, args.root, Path(args.bnb_src) if args.bnb_src else None))
         if "noop" in only:
             out["noop"] = noop_rebuild(tmp / "h", env, args.arch)
+        if "torchext" in only:
+            out["torchext_vs_hand"] = torchext(tmp / "i", env, args.root)
     return out
 
 
@@ -303,6 +316,10 @@ def detail(name: str, results: dict) -> str:
                 f"--deep {v['verify_deep_s']}s, peak {v['verify_deep_peak_mib']} MiB")
     if name == "bnb_vs_hand_ratio":
         return "bitsandbytes for gfx1100 in the ROCm 7.2 root vs the three hand commands"
+    if name == "torchext_vs_hand_ratio":
+        t = r["torchext_vs_hand"]
+        return (f"a torch extension for gfx1100 against the build-only torch: rocbuild {t['rocbuild_s']}s vs "
+                f"pip wheel by hand {t['hand_s']}s; median of {len(t['pair_ratios'])} pairs' ratios")
     n = r["noop"]
     return (f"no-op rebuild {n['noop_rebuild_s']}s (from its stamp: {'yes' if n.get('from_stamp') else 'NO'}); "
             f"from the build cache {n.get('cache_hit_s')}s ({n.get('cache_hit_vs_pip')}x; "
