@@ -93,6 +93,9 @@ def test_kernels_compiled_at_run_time_are_an_expectation_from_the_build_files(tm
     text = draft_recipe("j", "j==1.0", "0" * 64, read_tree(t), ["gfx1100"])
     assert {"code-objects": False} in yaml.safe_load(text)["verify"]
     assert {"wheel-contains": "*/ops.cu"} in yaml.safe_load(text)["verify"]
+    # The same load() in a package whose setup.py runs CMake (vLLM 0.33.0): its kernels are built at install.
+    (t / "setup.py").write_text((t / "setup.py").read_text() + "import subprocess\nsubprocess.check_call(['cmake', '.'])\n")
+    assert [h.trap.id for h in in_build_files(BuildFiles.read(t))] == []
     load_recipe_text(text, tmp_path / "j.yaml")
 
 
@@ -346,7 +349,9 @@ def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
                                 "k.cu": "CHECK_CUDA(cudaFuncGetAttributes(&attrs, empty_k));\n"
                                         "cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"
-                                        "cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(done_k));\n"})
+                                        "cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(done_k));\n"
+                                        # vLLM 0.33.0: a template list the kernel pattern would cut at its first comma
+                                        "cudaFuncSetAttribute(gemm_k<batch, m, k>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"})
     hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
     fix = hits["kernel-as-pointer"].fix
     assert [(e.find, e.with_) for e in fix.edits] == [

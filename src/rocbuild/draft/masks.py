@@ -104,6 +104,8 @@ def kernel_pointers(texts: Mapping[str, str]) -> list[SourceEdit]:
 def _cast(match: re.Match[str]) -> str:
     """The match with its kernel argument cast to `const void*`."""
     text, at = match.group(0), match.start()
+    if match.group("kernel").count("<") != match.group("kernel").count(">"):
+        return text  # a template argument list with commas (vLLM's `k<batch, m, ...>`): cut short, left to a hand edit
     start, end = match.start("kernel") - at, match.end("kernel") - at
     return f"{text[:start]}reinterpret_cast<const void*>({match.group('kernel')}){text[end:]}"
 

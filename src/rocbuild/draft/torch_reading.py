@@ -91,6 +91,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),
                                  gated={name for reads in reading.gpu_reads for name in reads})
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
+    reading.allow_lists += cmake_allow_lists(tree)
     reading.python = _imports(tree, facts[0] if files and files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
     # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
@@ -99,6 +100,22 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
     reading.hip_flags = _hip_flags(facts, aware=bool(reading.rocm_aware))
     return reading
+
+
+# `set(HIP_SUPPORTED_ARCHS "gfx906;gfx90a;...")`, as vLLM's CMakeLists.txt keeps its targets: an arch asked for
+# that is not listed is dropped without a word (the build fails only when none is left).
+CMAKE_ARCH_LIST = re.compile(r'^[ \t]*set\s*\(\s*(\w*(?:SUPPORTED|ALLOWED)\w*ARCH\w*)\s+"((?:gfx[0-9a-z]+[;\s]*)+)"',
+                             re.M | re.I)
+
+
+def cmake_allow_lists(tree: Path) -> list[tuple[tuple[str, ...], str]]:
+    """The gfx allow-lists the top CMakeLists.txt sets, with file:line and the variable's name."""
+    path = tree / "CMakeLists.txt"
+    if not path.is_file():
+        return []
+    text = path.read_text(errors="replace")
+    return [(tuple(t for t in re.split(r"[;\s]+", m.group(2)) if t),
+             f"CMakeLists.txt:{text.count(chr(10), 0, m.start()) + 1} ({m.group(1)})") for m in CMAKE_ARCH_LIST.finditer(text)]
 
 
 def _first(facts: list[PyFacts], match: Callable[[str], bool]) -> tuple[str, str] | None:

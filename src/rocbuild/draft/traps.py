@@ -303,7 +303,8 @@ def torch_extension(files: BuildFiles) -> Evidence | None:
 def jit_kernels(files: BuildFiles) -> Evidence | None:
     """Kernels compiled at run time, with nothing that asks for them at install time."""
     torch = files.torch
-    if torch is None or torch.jit is None or torch.kernels:
+    # setup.py driving CMake (vLLM: its kernels in CMake targets, one helper load()ed at run time) builds at install
+    if torch is None or torch.jit is None or torch.kernels or torch.cmake:
         return None
     if any(v.kind == "force" and v.value for v in torch.variables):
         return None
