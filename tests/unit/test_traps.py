@@ -351,7 +351,8 @@ def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
                                         "cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"
                                         "cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(done_k));\n"
                                         # vLLM 0.33.0: a template list the kernel pattern would cut at its first comma
-                                        "cudaFuncSetAttribute(gemm_k<batch, m, k>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"})
+                                        "cudaFuncSetAttribute(gemm_k<batch, m, k>, cudaFuncAttributeMaxDynamicSharedMemorySize,"
+                                        " n);\n"})
     hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
     fix = hits["kernel-as-pointer"].fix
     assert [(e.find, e.with_) for e in fix.edits] == [
