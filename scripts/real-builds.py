@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -48,14 +49,46 @@ BUILD_ENV = dict(os.environ, ROCBUILD_CCACHE="0")
 
 def run_measured(argv: list[str], scratch: Path) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run `argv`; its result and the peak resident memory (KiB) of the largest process in its tree
-    (a compiler, mostly): wait4's rusage covers every descendant that was waited for."""
+    (a compiler, mostly). wait4's rusage covers every descendant that was waited for, but not what ran in a
+    confined step: bubblewrap's monitor leaves as soon as the sandbox's init reports the exit status,
+    without waiting for that init, so nothing below it reaches the rusage. The tree is therefore also read
+    from /proc four times a second (each process's own high-water mark, VmHWM), and the larger figure kept;
+    what a process reaches in its last quarter second before it exits can be missed."""
     print("$ " + " ".join(argv), file=sys.stderr, flush=True)
     out, err = scratch / "build.out", scratch / "build.err"
+    stop, polled = threading.Event(), [0]
     with open(out, "w") as fo, open(err, "w") as fe:
         proc = subprocess.Popen(argv, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=BUILD_ENV)
+        watcher = threading.Thread(target=_watch_tree, args=(proc.pid, stop, polled), daemon=True)
+        watcher.start()
         _, status, usage = os.wait4(proc.pid, 0)
+        stop.set()
+        watcher.join()
     code = proc.returncode = os.waitstatus_to_exitcode(status)
-    return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text()), usage.ru_maxrss
+    return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text()), max(usage.ru_maxrss, polled[0])
+
+
+def _watch_tree(top: int, stop: threading.Event, peak: list[int]) -> None:
+    """The largest VmHWM (KiB) among `top`'s descendants, read until `stop` is set."""
+    while not stop.wait(0.25):
+        parents: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    ppid = int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                parents.setdefault(ppid, []).append(int(entry.name))
+        todo = list(parents.get(top, []))
+        while todo:
+            pid = todo.pop()
+            todo += parents.get(pid, [])
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            hwm = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+            peak[0] = max(peak[0], hwm)
 
 
 def pairs(items: list[str], flag: str) -> dict[str, str]:
