@@ -84,15 +84,23 @@ def _wrap(cpp: ModuleType) -> None:
 
     def build_extensions(self: Any) -> None:
         count, jobs = len(self.extensions), _jobs()
-        if count > 1 and jobs > 1 and not self.parallel:
-            at_once = min(count, jobs)
-            os.environ["MAX_JOBS"] = str(max(1, jobs // at_once))  # read by each extension's ninja run
-            # torch's build_extensions sets flags and compiler up, then calls setuptools', which (without
-            # --parallel) calls this for the extensions themselves.
-            self._build_extensions_serial = lambda: _build_forked(self, at_once)
-            print(f"rocbuild: building {count} extensions, {at_once} at a time, "
-                  f"MAX_JOBS={os.environ['MAX_JOBS']} each", flush=True)
-        serial(self)
+        if count < 2 or jobs < 2 or self.parallel:
+            serial(self)
+            return
+        at_once, before = min(count, jobs), os.environ.get("MAX_JOBS")
+        os.environ["MAX_JOBS"] = str(max(1, jobs // at_once))  # read by each extension's ninja run
+        # torch's build_extensions sets flags and compiler up, then calls setuptools', which (without
+        # --parallel) calls this for the extensions themselves.
+        self._build_extensions_serial = lambda: _build_forked(self, at_once)
+        print(f"rocbuild: building {count} extensions, {at_once} at a time, "
+              f"MAX_JOBS={os.environ['MAX_JOBS']} each", flush=True)
+        try:
+            serial(self)
+        finally:  # what setup.py runs afterwards (a CMake build, say) sees the job count it was given
+            if before is None:
+                os.environ.pop("MAX_JOBS", None)
+            else:
+                os.environ["MAX_JOBS"] = before
 
     cls.build_extensions = build_extensions
 
