@@ -379,7 +379,7 @@ def test_several_extensions_compile_at_once_within_the_job_count(root, kit, tmp_
     recipe.write_text(MANY_RECIPE)
     results = {}
     for how in ("serial", "parallel"):
-        work = tmp_path / f"work-{how[:3]}"  # paths of one length: each library's RUNPATH into the kit names it
+        work = tmp_path / f"work-{how[:3]}"  # paths of one length: the debug info names them, so sizes agree
         args = ["--set", f"order={how}"]
         built = rocbuild(recipe, "--root", root, "--python", kit, "--arch", ARCH, "--jobs", "2", "--no-cache",
                          "--work", work, "--out", tmp_path / f"wh-{how}", "-v", *args, env=private_cache)
