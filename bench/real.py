@@ -62,7 +62,20 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
     tree = tmp / "bitsandbytes"  # under /tmp, which the root shares
     shutil.copytree(bnb_src, tree, symlinks=True)
     args = ["bitsandbytes", "--root", root, "--arch", "gfx1100", "--source-dir", str(tree)]
-    # Untimed: installs what the root lacks, fills pip's cache and the page cache for both sides.
+    plan, figures = _vs_hand(tmp, rocbuild, env, root, args, tree, pairs)
+    wheels = list((tmp / f"hand{pairs}").rglob("*.whl"))
+    return {**_hand_figures(figures, root), "hand_commands": [s["kind"] for s in plan["steps"]],
+            "hand_wheel": [w.name for w in wheels],
+            "note": "rocbuild's time includes entering the root, detection, prepare, the requirement checks, "
+                    "labelling and verify; both sides use the same (shared) build environment"}
+
+
+def _vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, args: list[str], tree: Path,
+             pairs: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """rocbuild building `args` against the plan's own commands run by hand as a script in the same root:
+    the plan, and the figures of `pairs` interleaved pairs."""
+    # Untimed: installs what the root lacks, makes the build environment both sides use, fills pip's cache
+    # and the page cache.
     _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
                        "--out", str(tmp / "o0")], env)
     # Identical compiles differ by about 5% from run to run: interleaved pairs (bench/pairs.py).
@@ -81,15 +94,14 @@ def bnb_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: str, 
         return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
 
     rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
-    figures = pair_figures(rocbuild_runs, hand_runs, digits=2)
-    wheels = list((tmp / f"hand{pairs}").rglob("*.whl"))
+    return plan, pair_figures(rocbuild_runs, hand_runs, digits=2)
+
+
+def _hand_figures(figures: dict[str, Any], root: str) -> dict[str, Any]:
     return {"rocbuild_s": figures["median_s"], "hand_s": figures["other_median_s"], "ratio": figures["ratio"],
             "pair_ratios": figures["pair_ratios"], "ratio_of_medians": figures["ratio_of_medians"],
-            "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"],
-            "hand_commands": [s["kind"] for s in plan["steps"]], "hand_wheel": [w.name for w in wheels],
-            "root": root, "arch": "gfx1100",
-            "note": "rocbuild's time includes entering the root, detection, prepare, the requirement checks, "
-                    "labelling and verify; both sides use the same (shared) build environment"}
+            "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"], "root": root,
+            "arch": "gfx1100"}
 
 
 TORCH_EXT = {
@@ -133,27 +145,8 @@ def torchext_vs_hand(tmp: Path, rocbuild: list[str], env: dict[str, str], root: 
     recipe = tmp / "recipes" / "addone.yaml"
     recipe.write_text(TORCH_EXT_RECIPE)
     args = [str(recipe), "--root", root, "--python", kit, "--arch", "gfx1100"]
-    # Untimed: makes the build environment both sides use, fills pip's cache and the page cache.
-    _timed(rocbuild + ["build", *args, "--no-cache", "--install-missing", "--work", str(tmp / "w0"),
-                       "--out", str(tmp / "o0")], env)
-    plan = json.loads(subprocess.run(rocbuild + ["plan", *args, "--work", str(tmp / "w1"), "--json"],
-                                     env=env, check=True, capture_output=True, text=True).stdout)
-
-    def by_rocbuild(i: int) -> float:
-        return _timed(rocbuild + ["build", *args, "--no-cache", "--work", str(tmp / f"w{i + 1}"),
-                                  "--out", str(tmp / f"o{i + 1}")], env)
-
-    def by_hand(i: int) -> float:
-        script = tmp / f"hand{i + 1}.sh"
-        script.write_text(hand_script(plan, tmp / "w1", tmp / f"hand{i + 1}", tree, tmp / "w0" / "buildenv"))
-        return _timed(rocbuild + ["root", "run", root, "--", "bash", str(script)], env)
-
-    rocbuild_runs, hand_runs = interleaved(pairs, by_rocbuild, by_hand)
-    figures = pair_figures(rocbuild_runs, hand_runs, digits=2)
-    return {"rocbuild_s": figures["median_s"], "hand_s": figures["other_median_s"], "ratio": figures["ratio"],
-            "pair_ratios": figures["pair_ratios"], "ratio_of_medians": figures["ratio_of_medians"],
-            "rocbuild_runs_s": figures["runs_s"], "hand_runs_s": figures["other_runs_s"], "root": root,
-            "arch": "gfx1100", "torch": kit,
+    _, figures = _vs_hand(tmp, rocbuild, env, root, args, tree, pairs)
+    return {**_hand_figures(figures, root), "torch": kit,
             "note": "rocbuild's time includes entering the root, detection, prepare, the torch and requirement "
                     "checks, the step's sandbox, labelling and verify; the hand side runs the plan's pip wheel "
                     "command with the plan's environment, unconfined"}
