@@ -404,3 +404,27 @@ def test_several_extensions_compile_at_once_within_the_job_count(root, kit, tmp_
         assert plan["env"]["ROCBUILD_EXTENSION_JOBS"] == jobs and "/extshim/" in plan["env"]["PYTHONPATH"]
         (wheel_step,) = plan["steps"]
         assert wheel_step["env"]["PATH"].startswith(str(tmp_path / f"work-{how[:3]}" / "buildenv" / "bin") + ":")
+
+
+def test_an_extension_that_fails_beside_others_fails_the_build_and_names_its_error(root, kit, tmp_path,  # noqa: F811
+                                                                                   private_cache):
+    """Two extensions at once, one of them broken: the build stops with the step's exit code (1), and the
+    failure report names the compiler's error, however the children's output interleaved."""
+    src = tmp_path / "recipes" / "many"
+    src.mkdir(parents=True)
+    for i in range(2):
+        (src / f"kernel{i}.hip").write_text(MANY_KERNEL.format(i=i))
+        (src / f"binding{i}.cpp").write_text(MANY_BINDING.format(i=i))
+    (src / "kernel1.hip").write_text('#error "planted: many_1 does not compile"\n')
+    (src / "setup.py").write_text(MANY_SETUP % (True, 2))
+    (src / "timed-c++").write_text(TIMED_CXX)
+    (src / "timed-c++").chmod(0o755)
+    recipe = tmp_path / "recipes" / "many.yaml"
+    recipe.write_text(MANY_RECIPE)
+    built = rocbuild(recipe, "--root", root, "--python", kit, "--arch", ARCH, "--jobs", "2", "--no-cache",
+                     "--work", tmp_path / "work", "--out", tmp_path / "wh", env=private_cache)
+    assert built.returncode == 1, built.stderr[-3000:]
+    assert "planted: many_1 does not compile" in built.stderr, built.stderr[-3000:]
+    log = (tmp_path / "work" / "logs" / "01-wheel.log").read_text()
+    assert "building extension(s) many_1 failed" in log, log[-3000:]
+    assert not list((tmp_path / "wh").glob("*.whl"))
