@@ -86,6 +86,8 @@ def test_build_verify_and_rebuild(cli, tmp_path, repo, rocm61):
         assert label in err
     assert "replaced 1" in err
     assert (tmp_path / "w" / "logs" / "01-cmake.log").read_text().count("-DTINY_ARCHS=gfx90a;gfx1100") == 1
+    # The backend's own output reaches the wheel step's log (and its progress line) while it runs.
+    assert "running bdist_wheel" in (tmp_path / "w" / "logs" / "05-wheel.log").read_text()
 
     # Unchanged inputs, build cache bypassed: the stamps skip every step.
     code, _, err = build(cli, recipe, tmp_path, rocm61, "--no-cache")

@@ -506,8 +506,10 @@ def _step(entry: StepSpec, r: Renderer, host: Host, work: WorkDirs, wheel_python
         case Wheel():
             project = _in_src(work, r.optional(entry.dir, entry.pos, f"{key}.dir"), str(work.src))
             outdir = str(work.dist / entry.name)
+            # -v: pip otherwise holds the backend's output back until it fails, so the log (and the
+            # progress line read from it) would show no compile line of a build that goes well.
             argv = [wheel_python, "-m", "pip", "wheel", project, "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", outdir]
+                    "--disable-pip-version-check", "-v", "-w", outdir]
             settings = r.pairs(entry.config_settings, entry.pos, f"{key}.config-settings")
             argv += [f"--config-settings={k}={v}" for k, v in settings.items()]
             argv += r.words(entry.args, entry.pos, f"{key}.args")
