@@ -49,6 +49,8 @@ FAMILIES = {
                            "cuda-feature-missing"),
     "vector-operators.log": ("compiler", "declaration conflicts with target of using declaration",
                              "vector-operators-redefined"),
+    "cmake-optional-then-compile.log": ("compiler", "cuda_runtime_api.h: No such file or directory",
+                                        "force-variable-unset"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
                         "downloads-at-build"),
@@ -214,3 +216,14 @@ def test_a_cuda_feature_hip_lacks_is_not_taken_for_a_missing_rocm_package():
     assert not any("rocm-package-missing" in line for line in shown)
     # a ROCm header that is only not installed still is one
     assert any("known trap rocm-package-missing" in line for line in rendered("rocm-header-missing.log"))
+
+
+def test_a_package_cmake_only_warned_about_is_not_taken_for_the_cause():
+    """vLLM's configure warns that torch's optional rocshmem is absent, then a compile fails: the report names
+    the compile, and no missing ROCm package (a CMake warning block is what CMake went on after)."""
+    report = diagnose((LOGS / "cmake-optional-then-compile.log").read_text(), CONTEXT)
+    assert report.errors[0].kind == "compiler" and "cuda_runtime_api.h" in report.errors[0].text
+    assert "rocm-package-missing" not in [h.trap.id for h in report.hits]
+    # The same block as an error (find_package REQUIRED) still names it.
+    required = (LOGS / "cmake-optional-then-compile.log").read_text().replace("CMake Warning at", "CMake Error at")
+    assert "rocm-package-missing" in [h.trap.id for h in diagnose(required, CONTEXT).hits]

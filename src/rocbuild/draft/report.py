@@ -5,12 +5,15 @@ it was not recognised. `rocbuild diagnose LOG` prints the same report for any lo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.draft.fixes import MemoryPerJob
 from rocbuild.draft.logscan import LogError, scan
 from rocbuild.draft.traps import BuildFiles, Hit, in_findings, in_log
+
+WARNING_HEADER = re.compile(r"\s*CMake (?:Deprecation )?Warning\b")
 
 SHOWN_CAUSES = 4  # errors shown after the first, a line each
 TAIL_WHEN_UNKNOWN = 40  # the log's last lines, shown only when no error was recognised
@@ -70,9 +73,27 @@ def diagnose(text: str, context: Context) -> Report:
     # The errors' lines first (the evidence is then the error itself), then the rest of the log.
     shown = [(e.line, e.text) for e in errors] + [c for e in errors for c in e.context]
     everything = shown + [(n, line) for n, line in enumerate(lines, 1)]
-    hits = in_log(everything, _build_files(context))
+    warned = _cmake_warnings(lines)
+    hits = in_log([(n, line) for n, line in everything if n not in warned], _build_files(context))
     hits = [_with_memory(h, context) for h in sorted(hits, key=lambda h: int(h.evidence.where.split(":")[1]))]
     return Report(errors, hits, lines[-TAIL_WHEN_UNKNOWN:], context)
+
+
+def _cmake_warnings(lines: list[str]) -> set[int]:
+    """The log lines (1-based) of CMake's warning blocks: what CMake went on after is never the cause. (An
+    optional package that was not found reads like a missing one: vLLM's configure names rocshmem so.) A
+    block is its header and every line below that is blank or indented deeper."""
+    inside: set[int] = set()
+    indent: int | None = None
+    for n, line in enumerate(lines, 1):
+        depth = len(line) - len(line.lstrip())
+        if WARNING_HEADER.match(line):
+            indent = depth
+        elif indent is not None and line.strip() and depth <= indent:
+            indent = None
+        if indent is not None:
+            inside.add(n)
+    return inside
 
 
 def diagnose_findings(codes: list[tuple[str, str]], context: Context) -> list[Hit]:
