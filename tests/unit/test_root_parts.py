@@ -128,10 +128,12 @@ def test_requirements_map_to_the_suites_packages(tmp_path):
                           "CMake package 'rccl'": "librccl-dev"}
     assert m.unknown == ("tool 'frobnicate'", "CMake package 'nosuch'")
     # Components without a CMake package, and OpenMP for the HIP compiler's clang
-    m = map_requirements(Wanted.of(headers=["roctracer/roctx.h", "rocprim/rocprim.hpp"], libraries=["roctx64"],
-                                   openmp="libomp-22-dev"), {"libroctx-dev", "librocprim-dev", "libomp-22-dev"})
+    m = map_requirements(Wanted.of(headers=["roctracer/roctx.h", "rocprim/rocprim.hpp"],
+                                   libraries=["roctx64", "hipsolver_fortran"], openmp="libomp-22-dev"),
+                         {"libroctx-dev", "librocprim-dev", "libomp-22-dev", "libhipsolver-fortran1"})
     assert m.packages == {"header 'roctracer/roctx.h'": "libroctx-dev", "header 'rocprim/rocprim.hpp'": "librocprim-dev",
-                          "library 'roctx64'": "libroctx-dev", "OpenMP for the HIP compiler": "libomp-22-dev"}
+                          "library 'roctx64'": "libroctx-dev", "library 'hipsolver_fortran'": "libhipsolver-fortran1",
+                          "OpenMP for the HIP compiler": "libomp-22-dev"}
     lists = tmp_path / "lists"
     lists.mkdir()
     (lists / "deb.debian.org_debian_dists_sid_main_binary-amd64_Packages").write_text(

@@ -19,7 +19,8 @@ CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hipr
 # Headers and libraries of components without a CMake package (Debian packages roctx from roctracer's
 # source alone; roctracer64 itself has no package).
 HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev"}
-LIBRARIES = {"roctx64": "libroctx-dev"}
+# Debian ships hipSOLVER's Fortran library (which its CMake package names) on its own, with no -dev package.
+LIBRARIES = {"roctx64": "libroctx-dev", "hipsolver_fortran": "libhipsolver-fortran1"}
 # AMD's repository (repo.radeon.com), where it names a component otherwise; the rest are <name>-dev.
 AMD_CMAKE_PACKAGES = {"hip": "hip-dev", "hip-lang": "hip-dev", "hiprtc": "hip-dev", "rocm-core": "rocm-core",
                       "amd_comgr": "comgr", "hsa-runtime64": "hsa-rocr-dev", "rocm_smi": "rocm-smi-lib"}
