@@ -50,6 +50,11 @@ class WorkDirs:
         return self.root / "build"
 
     @property
+    def sources(self) -> Path:
+        """The recipe's extra sources, each in a folder of its name."""
+        return self.root / "sources"
+
+    @property
     def dist(self) -> Path:
         return self.root / "dist"
 

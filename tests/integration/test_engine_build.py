@@ -260,3 +260,30 @@ def test_a_tag_moved_upstream_is_refused_though_the_mirror_has_it(cli, tmp_path,
     assert code == 1, err
     assert f"tag v1.0 of {upstream} moved" in err and repo[1] in err and moved in err
     assert not (tmp_path / "w2" / "src").exists()
+
+
+def test_an_extra_source_is_fetched_beside_the_tree_and_read_by_a_step(cli, tmp_path, rocm61):
+    """A second git repository named under `extra-sources:` is fetched by rocbuild itself at prepare (through
+    its mirror, checked out at the pinned commit), before any step; the confined step only reads it. A new
+    commit pinned in the recipe starts the work folder afresh, naming the changed source."""
+    first = make_git_repo(tmp_path / "kernels", {"k/hello.txt": "first\n"}, tag=None)
+    (tmp_path / "kernels" / "k" / "hello.txt").write_text("second\n")
+    git(tmp_path / "kernels", "commit", "-qam", "second")
+    second = git(tmp_path / "kernels", "rev-parse", "HEAD")
+    (tmp_path / "main").mkdir()
+    recipe = tmp_path / "r.yaml"
+    text = ("schema: 1\nname: r\nversion: '1'\noutput: tree\nsource: {path: main}\n"
+            "extra-sources:\n  kernels: {git: %s, commit: %s}\n"
+            "steps:\n  - run: [python, -c, 'import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])',"
+            " '${{ sources.kernels }}/k/hello.txt', '${{ src }}/copied.txt']\n")
+    recipe.write_text(text % (tmp_path / "kernels", first))
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 0, err
+    assert (tmp_path / "w" / "src" / "copied.txt").read_text() == "first\n"
+    assert f"source kernels: {first[:12]} (downloaded)" in err
+    recipe.write_text(text % (tmp_path / "kernels", second))
+    code, _, err = cli("build", recipe, "--arch", "gfx90a", "--rocm", rocm61, "--work", tmp_path / "w")
+    assert code == 0, err
+    assert "extra_sources" in err  # why the tree starts afresh
+    assert (tmp_path / "w" / "src" / "copied.txt").read_text() == "second\n"
+    assert f"source kernels: {second[:12]} (from the mirror cache)" in err

@@ -107,3 +107,17 @@ def test_host_build_env_picks_compiler_inputs():
            "CMAKE_CXX_COMPILER_LAUNCHER": "ccache", "HOME": "/root", "CCACHE_DIR": "/c", "LANG": "C"}
     assert host_build_env(env) == {"CC": "clang", "CFLAGS": "-O2", "HIPCC_COMPILE_FLAGS_APPEND": "--offload-compress",
                                    "HIP_CLANG_PATH": "/x", "PYTORCH_ROCM_ARCH": "gfx90a"}
+
+
+def test_an_extra_sources_commit_counts_and_none_leaves_the_identity_as_it_was(rocm61):
+    """An `extra-sources:` tree is part of what the build is made from: its resolved commit changes the key and
+    the tree digest. A recipe without any serialises no such field, so its keys and work folders stay what
+    they were before extra sources existed."""
+    plan = plan_of(rocm61)
+    toolchain = toolchain_of(plan.host.rocm, lambda argv: None)
+    bare = build_identity(plan, "0" * 40, toolchain, None, {})
+    assert "extra_sources" not in bare.to_json()
+    one = build_identity(plan, "0" * 40, toolchain, None, {}, extra_sources={"triton": "1" * 40})
+    other = build_identity(plan, "0" * 40, toolchain, None, {}, extra_sources={"triton": "2" * 40})
+    assert len({bare.key(), one.key(), other.key()}) == 3
+    assert len({bare.tree_digest(), one.tree_digest(), other.tree_digest()}) == 3

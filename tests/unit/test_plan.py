@@ -387,3 +387,76 @@ def test_a_build_its_options_say_has_no_device_code_needs_no_arch_and_says_its_r
     # would be asked, which a unit test may not start), and needs nothing at run time
     compiled = plan_of(recipe, environ, rocm=rocm61, arch="gfx1100")
     assert compiled.host.archs == ("gfx1100",) and compiled.run_env == {}
+
+
+# -- extra sources ------------------------------------------------------------
+
+EXTRA_RECIPE = """\
+schema: 1
+name: r
+version: '1'
+source: {git: https://example.invalid/r.git, ref: v1}
+options:
+  kernels: {default: source, choices: [source, none]}
+extra-sources:
+  kernels:
+    git: https://example.invalid/kernels.git
+    commit: 669b31acc1dd1b3fd93286afd5db67f65d9f7557
+    when: "${{ options.kernels == 'source' }}"
+  data:
+    path: data
+steps:
+  - run: [echo, "${{ sources.kernels ~ '/python' if options.kernels == 'source' else 'none' }}", "${{ sources.data }}"]
+"""
+
+
+def test_an_extra_source_is_planned_beside_the_tree_and_named_in_templates(environ, rocm61, tmp_path):
+    """Each `extra-sources:` entry becomes a tree rocbuild fetches into the work folder's sources/NAME at
+    prepare (a pinned git checkout, or a copy of a folder), which templates name as sources.NAME; one whose
+    `when:` is false is neither fetched nor seen."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(EXTRA_RECIPE)
+    (tmp_path / "data").mkdir()
+    plan = plan_of(recipe, environ, rocm=rocm61)
+    kernels, data = plan.extra_sources
+    assert kernels.name == "kernels" and kernels.dest == str(plan.work.sources / "kernels")
+    assert isinstance(kernels.source, GitSource) and kernels.source.commit == "669b31acc1dd1b3fd93286afd5db67f65d9f7557"
+    assert isinstance(data.source, DirSource) and data.source.directory == str(tmp_path / "data")
+    assert plan.steps[0].argv == ("echo", f"{kernels.dest}/python", data.dest)
+    assert kernels.where == f"{recipe}:9:5"
+    shown = plan.to_json()["extra_sources"]
+    assert shown["kernels"]["commands"][-1] == ["git", "-C", kernels.dest, "checkout", "--detach",
+                                                "669b31acc1dd1b3fd93286afd5db67f65d9f7557"]
+    without = plan_of(recipe, environ, rocm=rocm61, settings=("kernels=none",))
+    assert [e.name for e in without.extra_sources] == ["data"]
+    assert without.steps[0].argv == ("echo", "none", data.dest.replace(str(plan.work.root), str(without.work.root)))
+
+
+def test_plan_text_lists_an_extra_sources_commands(cli, rocm61, tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(EXTRA_RECIPE)
+    (tmp_path / "data").mkdir()
+    code, out, err = cli("plan", recipe, "--arch", "gfx90a", "--rocm", rocm61)
+    assert code == 0, err
+    assert "extra source kernels (sources.kernels in templates)" in out
+    assert '"git", "clone", "--mirror", "https://example.invalid/kernels.git"' in out
+
+
+@pytest.mark.parametrize(("body", "fragments"), [
+    ("  bad-name: {path: data}\n", ["extra-sources.bad-name: invalid source name", "sources.NAME"]),
+    ("  k: {git: https://example.invalid/k.git, sdist: k==1}\n", ["extra-sources.k: give exactly one of"]),
+    ("  k: {git: https://example.invalid/k.git, commit: abc}\n", ["extra-sources.k.commit: not a whole commit id"]),
+    ("  k: {path: data, sha256: abc}\n", ["extra-sources.k.sha256: sha256 applies to sdist sources only"]),
+    ("  k: {git: 'ext::sh -c x'}\n", ["extra-sources.k.git: git transport helpers"]),
+    ("  k: {path: data, whenn: x}\n", ["extra-sources.k.whenn: unknown key", "did you mean 'when'"]),
+])
+def test_a_bad_extra_source_names_its_key(environ, tmp_path, body, fragments):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("schema: 1\nname: r\nversion: '1'\nsource: {path: data}\nextra-sources:\n" + body
+                      + "steps:\n  - run: [echo]\n")
+    with pytest.raises(RecipeError) as caught:
+        plan_of(recipe, environ, rocm=None)
+    text = caught.value.render()
+    assert text.startswith(f"{recipe}:6:"), text
+    for fragment in fragments:
+        assert fragment in text, text

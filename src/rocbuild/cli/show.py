@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rocbuild.compat import assert_never
@@ -15,7 +16,7 @@ from rocbuild.plan.confine import sandbox, writable
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import SHELL
-from rocbuild.source.spec import DirSource, GitSource, SdistSource
+from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 
 Out = Callable[[str], None]
 
@@ -191,30 +192,36 @@ def _torch_install(plan: Plan, out: Out) -> None:
 
 
 def _prepare(plan: Plan, out: Out) -> None:
-    s = plan.source
     out("prepare:")
+    _fetch(plan.source, plan.work.src, out, "")
+    for extra in plan.extra_sources:
+        out(f"  extra source {extra.name} (sources.{extra.name} in templates)   [{extra.where}]")
+        _fetch(extra.source, Path(extra.dest), out, "  ")
+    for i, p in enumerate(plan.patches, 1):
+        out(f"  patch {i}: {p.describe()}   [{p.where}]")
+
+
+def _fetch(s: SourceSpec, dest: Path, out: Out, indent: str) -> None:
     match s:
         case DirSource():
-            out(f"  copy {s.directory} -> {plan.work.src} (the original is never modified)")
+            out(f"{indent}  copy {s.directory} -> {dest} (the original is never modified)")
         case GitSource():
             pin = f" (pinned to {s.commit})" if s.commit else ""
             over = " (--ref overrides the recipe)" if s.ref_overridden else ""
-            out(f"  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
-            out("  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or "
+            out(f"{indent}  git {s.url} @ {s.ref or 'HEAD'}{pin}{over}; submodules: {'yes' if s.submodules else 'no'}")
+            out(f"{indent}  through GitPython (clone only when the mirror is new, fetch only when the ref is missing or "
                 "moves; each command is written to the prepare log):")
-            for cmd in s.commands(str(plan.work.src)):
-                out(f"    argv: {json.dumps(cmd)}")
+            for cmd in s.commands(str(dest)):
+                out(f"{indent}    argv: {json.dumps(cmd)}")
         case SdistSource():
             pin = f", checked against sha256 {s.sha256}" if s.sha256 else " (no sha256 pin: `rocbuild lock` records one)"
-            out(f"  the sdist {s.requirement} from the package index{pin}; downloaded only when {s.download_dir} "
+            out(f"{indent}  the sdist {s.requirement} from the package index{pin}; downloaded only when {s.download_dir} "
                 f"holds no archive (the index pip is configured with, its PEP 691 page read and the file it lists "
-                f"checked against the index's sha256: nothing is built), then unpacked into {plan.work.src}:")
-            for cmd in s.commands(str(plan.work.src)):
-                out(f"    argv: {json.dumps(cmd)}")
+                f"checked against the index's sha256: nothing is built), then unpacked into {dest}:")
+            for cmd in s.commands(str(dest)):
+                out(f"{indent}    argv: {json.dumps(cmd)}")
         case _:
             assert_never(s)
-    for i, p in enumerate(plan.patches, 1):
-        out(f"  patch {i}: {p.describe()}   [{p.where}]")
 
 
 def _checks(plan: Plan, out: Out) -> None:

@@ -48,7 +48,7 @@ from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
-from rocbuild.source.spec import DirSource, GitSource, SdistSource
+from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile
 
 PREPARE_STAMP = "prepare"
@@ -148,8 +148,10 @@ class Engine:
             with open(prepare_log, "a", encoding="utf-8") as fh:
                 fh.write(f"== {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
             resolved = self.resolve_source(prepare_log, held_to)
+            extras = {e.name: self._resolve(e.source, prepare_log) for e in plan.extra_sources}
             identity = build_identity(plan, resolved.identity, self.toolchain(plan.host.rocm),
-                                      torch_env.torch if torch_env else None, self.environ)
+                                      torch_env.torch if torch_env else None, self.environ,
+                                      extra_sources={name: r.identity for name, r in extras.items()})
             key = identity.key() if self.cache is not None and plan.has_wheel_steps else None
             if key is not None and self.cache is not None and use_cache and until is None:
                 hit = self.cache.lookup(key)
@@ -157,7 +159,7 @@ class Engine:
                     return self._from_cache(hit)
             if not first_clone and check_host:
                 check_requirements(plan, self.runner, req_log, torch_env, install_missing=self.install_missing)
-            previous = self._prepare(resolved, identity, prepare_log)
+            previous = self._prepare(resolved, extras, identity, prepare_log)
             if until == "prepare":
                 return BuildResult((), plan.work.src, stopped_after="prepare")
             self._ccache_links()
@@ -179,26 +181,27 @@ class Engine:
     def resolve_source(self, log: Path, held_to: Lock | None = None) -> Resolved:
         """The resolved commit (through the mirror) or the content fingerprint of the source folder;
         `held_to`: the lock file it must match (build --locked)."""
-        plan = self.plan
-        source = plan.source
+        resolved = self._resolve(self.plan.source, log)
+        if held_to is not None:
+            held_to.check(self.plan, resolved.identity)
+        return resolved
+
+    def _resolve(self, source: SourceSpec, log: Path) -> Resolved:
         match source:
             case GitSource():
                 sha, downloaded = resolve_git(source, self._git_log(log))
-                resolved = Resolved(sha, downloaded)
+                return Resolved(sha, downloaded)
             case DirSource():
                 if not Path(source.directory).is_dir():
                     raise UsageError(f"source folder {source.directory} does not exist or is not a folder")
-                resolved = Resolved(tree_fingerprint(Path(source.directory)))
+                return Resolved(tree_fingerprint(Path(source.directory)))
             case SdistSource():
                 from rocbuild.source.sdist import resolve_sdist  # the index client: for sdists only
 
                 identity, downloaded = resolve_sdist(source, self._git_log(log), log)
-                resolved = Resolved(identity, downloaded)
+                return Resolved(identity, downloaded)
             case _:
                 assert_never(source)
-        if held_to is not None:
-            held_to.check(plan, resolved.identity)
-        return resolved
 
     def _git_log(self, log: Path) -> Callable[[str], None]:
         """Git commands go to the prepare log; what they are for also goes to the terminal."""
@@ -211,7 +214,7 @@ class Engine:
 
     # -- prepare ------------------------------------------------------------
 
-    def _prepare(self, resolved: Resolved, identity: BuildIdentity, log: Path) -> str:
+    def _prepare(self, resolved: Resolved, extras: dict[str, Resolved], identity: BuildIdentity, log: Path) -> str:
         plan = self.plan
         started = self.progress.start("prepare", plan.source.describe())
         tree = identity.tree_json()
@@ -226,30 +229,35 @@ class Engine:
         # A fresh tree every time: patches then always start from upstream, and no build folder,
         # CMake cache or wheel made from other inputs survives.
         self.workspace.reset_tree()
-        match plan.source:
+        self._fetch(plan.source, resolved, plan.work.src, log, "source")
+        for extra in plan.extra_sources:
+            self._fetch(extra.source, extras[extra.name], Path(extra.dest), log, f"source {extra.name}")
+        for action in plan.patches:
+            self.progress.say(f"    patch: {apply_patch(action, plan.work.src, self.runner, log)}")
+        chain = self.workspace.finish(PREPARE_STAMP, fp, {"identity": tree})
+        self.progress.done("prepare", started)
+        return chain
+
+    def _fetch(self, source: SourceSpec, resolved: Resolved, dest: Path, log: Path, label: str) -> None:
+        match source:
             case GitSource():
-                checkout_git(plan.source, resolved.identity, plan.work.src, self._git_log(log))
+                checkout_git(source, resolved.identity, dest, self._git_log(log))
                 how = "downloaded" if resolved.downloaded else "from the mirror cache"
-                self.progress.say(f"    source: {resolved.identity[:12]} ({how})")
+                self.progress.say(f"    {label}: {resolved.identity[:12]} ({how})")
             case DirSource():
-                skipped = copy_tree(Path(plan.source.directory), plan.work.src)
-                self.progress.say(f"    source: copy of {plan.source.directory}")
+                skipped = copy_tree(Path(source.directory), dest)
+                self.progress.say(f"    {label}: copy of {source.directory}")
                 if skipped:
                     self.progress.say(f"    skipped {len(skipped)} FIFO(s), socket(s) or device(s): "
                                       + ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
             case SdistSource():
                 from rocbuild.source.sdist import unpack_sdist
 
-                unpack_sdist(plan.source, plan.work.src)
+                unpack_sdist(source, dest)
                 how = "downloaded" if resolved.downloaded else "from the cache"
-                self.progress.say(f"    source: {resolved.identity} ({how})")
+                self.progress.say(f"    {label}: {resolved.identity} ({how})")
             case _:
-                assert_never(plan.source)
-        for action in plan.patches:
-            self.progress.say(f"    patch: {apply_patch(action, plan.work.src, self.runner, log)}")
-        chain = self.workspace.finish(PREPARE_STAMP, fp, {"identity": tree})
-        self.progress.done("prepare", started)
-        return chain
+                assert_never(source)
 
     def _ccache_links(self) -> None:
         """ccache's masquerade folder: `hipcc` there is ccache, which then runs the next hipcc on PATH."""

@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -164,12 +164,16 @@ class BuildIdentity:
     local_label: str
     confined: bool = False  # steps ran in a sandbox (no network, the machine read-only): never served to, nor
     # from, a build that ran without one
+    extra_sources: dict[str, str] = field(default_factory=dict)  # `extra-sources:` name -> resolved commit/digest
     rocbuild: str = __version__
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        """JSON types throughout (tuples become lists), so a stored identity compares equal to a fresh one."""
+        """JSON types throughout (tuples become lists), so a stored identity compares equal to a fresh one.
+        A recipe without extra sources leaves the field out: its keys stay what they were before it existed."""
         data: dict[str, Any] = json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
+        if not data["extra_sources"]:
+            del data["extra_sources"]
         return data
 
     def key(self) -> str:
@@ -198,7 +202,7 @@ def source_record(plan: Plan, resolved: str) -> SourceRecord:
 
 
 def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch: TorchInfo | None,
-                   environ: Mapping[str, str]) -> BuildIdentity:
+                   environ: Mapping[str, str], extra_sources: Mapping[str, str] | None = None) -> BuildIdentity:
     """`torch` counts only for recipes built against torch (`requires.torch`); `environ` is the caller's."""
     host = plan.host
     rendered = plan.rendered
@@ -220,6 +224,7 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
         checks=rendered.checks,
         local_label=rendered.local_label,
         confined=host.confine.on,
+        extra_sources=dict(extra_sources or {}),
     )
 
 

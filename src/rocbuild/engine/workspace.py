@@ -69,7 +69,7 @@ class Workspace:
     def reset_tree(self) -> None:
         """Everything made from an earlier tree goes: sources, build folders (CMake caches), wheels, stamps."""
         d = self.dirs
-        for folder in (d.src, d.build, d.dist, d.stamps, d.final, d.verify):
+        for folder in (d.src, d.sources, d.build, d.dist, d.stamps, d.final, d.verify):
             shutil.rmtree(folder, ignore_errors=True)
 
     def log_path(self, index: int, name: str, *, fresh: bool = True) -> Path:

@@ -279,6 +279,16 @@ class Rendered:
     local_label: str
 
 
+@dataclass(frozen=True)
+class ExtraTree:
+    """An `extra-sources:` entry as planned: fetched by rocbuild into `dest` (under the work folder) at prepare."""
+
+    name: str
+    source: SourceSpec
+    dest: str
+    where: str  # the recipe position of its entry
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     recipe: Recipe
@@ -298,6 +308,7 @@ class Plan:
     refusals: tuple[tuple[str, RecipeError], ...] = ()  # (step, why): refused when the build would run it; "": the whole build
     step_tmp: Path | None = None  # the steps' TMPDIR: made empty before the first step, removed after the last
     run_env: dict[str, str] = field(default_factory=dict)  # what the built package needs set at run time
+    extra_sources: tuple[ExtraTree, ...] = ()
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -338,6 +349,8 @@ class Plan:
             "requirements": asdict(self.requirements),
             "env": self.base_env,
             "source": _source_json(self.source, self.work.src),
+            "extra_sources": {e.name: {**_source_json(e.source, Path(e.dest)), "where": e.where}
+                              for e in self.extra_sources},
             "patches": [_patch_json(p) for p in self.patches],
             "confinement": self.host.confine.to_json(),
             "steps": [{**_step_json(s), "sandbox": list(sandbox(self, s))} for s in self.steps],

@@ -33,6 +33,7 @@ from rocbuild.plan.model import (
     CommandCheck,
     CopyPatch,
     DiffPatch,
+    ExtraTree,
     ImportCheck,
     LinkPatch,
     PatchAction,
@@ -56,6 +57,7 @@ from rocbuild.recipe.model import (
     Conditional,
     Copy,
     Diff,
+    ExtraSource,
     Import,
     Link,
     Make,
@@ -127,6 +129,9 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     requirements = _requirements(r, recipe, host, modules, with_build_env=env_plan is not None,
                                  torch_index=torch_index)
     source = _source(recipe, effective_ref, ref is not None, source_dir, cache, r, host.python.executable)
+    extras = tuple(_extra(recipe, e, r, work, cache, host.python.executable)
+                   for e in recipe.extra_sources if _applies(r, e))
+    ctx["sources"] = {e.name: e.dest for e in extras}
     readable = _readable(recipe, host, work)
     patches = tuple(_patch(recipe, e, r, work, readable) for e in recipe.patches if _applies(r, e))
     wheel_python = env_plan.python if env_plan is not None else host.python.executable
@@ -138,7 +143,8 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
     return Plan(recipe=recipe, host=host, options=dict(options), work=work, out=out, source=source,
                 requirements=requirements, base_env=base_env, patches=patches, steps=steps,
                 verify=_checks(r, recipe, host, has_wheels, run_env), local_label=_local_label(recipe, host, r, local_version),
-                build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp, run_env=run_env)
+                build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp, run_env=run_env,
+                extra_sources=extras)
 
 
 def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs) -> dict[str, Any]:
@@ -156,6 +162,7 @@ def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs
         "dist": str(work.dist),
         "ref": "",
         "recipe": {"name": recipe.name, "version": recipe.version},
+        "sources": {},
     }
 
 
@@ -401,6 +408,35 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
                           accepted="the commit's full 40 hexadecimal digits")
     return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
                      submodules=src.submodules, ref_overridden=overridden)
+
+
+def _extra(recipe: Recipe, entry: ExtraSource, r: Renderer, work: WorkDirs, cache: Path | None,
+           python: str) -> ExtraTree:
+    """An `extra-sources:` entry: a git repository (its commit rendered and checked as the source's is), an
+    sdist or a folder, fetched into the work folder's sources/NAME."""
+    key = f"extra-sources.{entry.name}"
+    where = entry.pos.describe()
+    dest = str(work.sources / entry.name)
+    if entry.path is not None:
+        return ExtraTree(entry.name, DirSource(str((recipe.directory / entry.path).resolve())), dest, where)
+    if entry.sdist is not None:
+        return ExtraTree(entry.name, SdistSource.in_cache(entry.sdist, cache or cache_root(), python, entry.sha256),
+                         dest, where)
+    assert entry.git is not None  # the loader requires one of git, path and sdist
+    ref = r.text(entry.ref, entry.pos, f"{key}.ref") if entry.ref else None
+    commit = r.text(entry.commit, entry.pos, f"{key}.commit").lower() if entry.commit else None
+    if commit is not None and not FULL_SHA_RE.match(commit):
+        raise RecipeError(f"{key}.commit renders to something that is not a whole commit id",
+                          file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=f"{key}.commit",
+                          value=commit, accepted="the commit's full 40 hexadecimal digits")
+    if ref is not None:
+        try:
+            check_ref(ref, f"{key}.ref")
+        except UsageError as exc:
+            raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
+                              key=f"{key}.ref", value=ref, accepted="a branch, tag or commit id") from None
+    return ExtraTree(entry.name, GitSource(url=entry.git, mirror=str(mirror_path(entry.git, cache)), ref=ref,
+                                           commit=commit, submodules=entry.submodules), dest, where)
 
 
 def _readable(recipe: Recipe, host: Host, work: WorkDirs) -> tuple[str, ...]:

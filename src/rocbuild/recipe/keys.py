@@ -22,6 +22,7 @@ from rocbuild.recipe.model import (
     SCHEMA_VERSION,
     STEPS,
     CheckEntry,
+    ExtraSource,
     Option,
     PatchEntry,
     Recipe,
@@ -36,6 +37,7 @@ __all__ = ["CONDITIONAL_VALUE", "NAMED", "VERSIONED", "Key", "obj", "required"]
 Section = dict[str, Key]
 
 SOURCE: Section = keys_of(Source)
+EXTRA_SOURCE: Section = keys_of(ExtraSource)
 REQUIRES: Section = keys_of(Requires)
 OPTION: Section = keys_of(Option)
 UNSUPPORTED: Section = keys_of(Refusal)

@@ -7,6 +7,7 @@ bad value and what is accepted; misspelt keys get a "did you mean".
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -43,6 +44,7 @@ from rocbuild.recipe.model import (
     Conditional,
     Copy,
     Diff,
+    ExtraSource,
     Import,
     Link,
     Option,
@@ -84,6 +86,7 @@ TOP_KEYS = keys.required(keys.TOP)
 UNSUPPORTED_KEYS = keys.required(keys.UNSUPPORTED)
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = keys.required(keys.SOURCE)
+EXTRA_SOURCE_KEYS = keys.required(keys.EXTRA_SOURCE)
 GIT_ONLY_KEYS = ("ref", "commit", "submodules")
 REQUIRES_KEYS = keys.required(keys.REQUIRES)
 TORCH_FLAVOURS = ("rocm",)
@@ -217,6 +220,7 @@ class _Loader(ShapeReader):
             summary=self.string(top.get("summary", ""), "summary", vm.get("summary", top.mark)),
             homepage=self.string(top.get("homepage", ""), "homepage", vm.get("homepage", top.mark)),
             source=self.source(top["source"], vm["source"]),
+            extra_sources=self.extra_sources(top.get("extra-sources"), vm.get("extra-sources")),
             requires=self.requires(top.get("requires"), vm.get("requires")),
             options=options,
             env=self.env_map(top["env"], "env", vm["env"]) if "env" in top else (),
@@ -301,66 +305,84 @@ class _Loader(ShapeReader):
                              value=value, accepted=LOCAL_LABEL_ACCEPTED + ", or \"\" for none")
         return value
 
-    def source(self, value: Any, mark: Mark) -> Source:
-        src = self.mapping(value, "source", mark, SOURCE_KEYS)
+    def extra_sources(self, value: Any, mark: Mark | None) -> tuple[ExtraSource, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, YMap):
+            raise self.error("expected a mapping of source names", "extra-sources", mark, value=_show(value),
+                             accepted="NAME: {git: URL, commit: ...} (or sdist:, path:), one per tree")
+        out = []
+        for name, body in value.items():
+            key = f"extra-sources.{name}"
+            if not isinstance(name, str) or not IDENT_RE.match(name):
+                raise self.error("invalid source name", key, value.key_marks[name], value=name,
+                                 accepted="letters, digits and _ (it is used as sources.NAME in templates)")
+            src = self.source(body, value.value_marks[name], key, EXTRA_SOURCE_KEYS)
+            fields = {f.name: getattr(src, f.name) for f in dataclasses.fields(Source)}
+            out.append(ExtraSource(**fields, when=self.when(body, key), name=name,
+                                   pos=self.pos(key, value.value_marks[name]), when_pos=self.when_at(body, key)))
+        return tuple(out)
+
+    def source(self, value: Any, mark: Mark, key: str = "source", allowed: dict[str, bool] | None = None) -> Source:
+        src = self.mapping(value, key, mark, allowed or SOURCE_KEYS)
         vm = src.value_marks
         if sum(k in src for k in ("git", "path", "sdist")) != 1:
-            raise self.error("give exactly one of git, path or sdist", "source", mark, value=sorted(src),
+            raise self.error("give exactly one of git, path or sdist", key, mark, value=sorted(src),
                              accepted="git: URL (with ref/commit/submodules), path: a local folder, or "
                                       "sdist: NAME==VERSION (with sha256)")
-        for key in GIT_ONLY_KEYS:
-            if key in src and "git" not in src:
-                raise self.error(f"{key} applies to git sources only", f"source.{key}", vm[key], value=src[key],
+        for only in GIT_ONLY_KEYS:
+            if only in src and "git" not in src:
+                raise self.error(f"{only} applies to git sources only", f"{key}.{only}", vm[only], value=src[only],
                                  accepted="ref, commit and submodules beside git:; sha256 beside sdist:")
         if "sha256" in src and "sdist" not in src:
-            raise self.error("sha256 applies to sdist sources only", "source.sha256", vm["sha256"],
+            raise self.error("sha256 applies to sdist sources only", f"{key}.sha256", vm["sha256"],
                              value=src["sha256"], accepted="sha256 beside sdist: NAME==VERSION")
         if "sdist" in src:
-            return self.sdist_source(src, vm)
+            return self.sdist_source(src, vm, key)
         commit = None
         if "commit" in src:
-            commit = self.tstring(src["commit"], "source.commit", vm["commit"])
+            commit = self.tstring(src["commit"], f"{key}.commit", vm["commit"])
             if not templating.is_template(commit):
                 commit = commit.lower()
             if not templating.is_template(commit) and not FULL_SHA_RE.match(commit):
-                raise self.error("not a whole commit id", "source.commit", vm["commit"], value=src["commit"],
+                raise self.error("not a whole commit id", f"{key}.commit", vm["commit"], value=src["commit"],
                                  accepted="the commit's full 40 hexadecimal digits (an abbreviation can be "
                                           "matched by a crafted commit)")
         # ref and commit may be templates (e.g. picked by an option); they are rendered when planning.
-        ref = self.tstring(src["ref"], "source.ref", vm["ref"]) if "ref" in src else None
+        ref = self.tstring(src["ref"], f"{key}.ref", vm["ref"]) if "ref" in src else None
         if ref is not None and not templating.is_template(ref):
             try:
-                check_ref(ref, "source.ref")
+                check_ref(ref, f"{key}.ref")
             except UsageError as exc:
-                raise self.error(exc.message, "source.ref", vm["ref"], value=ref,
+                raise self.error(exc.message, f"{key}.ref", vm["ref"], value=ref,
                                  accepted="a branch, tag or commit id, e.g. v0.28.1") from None
-        git = self.string(src["git"], "source.git", vm["git"]) if "git" in src else None
+        git = self.string(src["git"], f"{key}.git", vm["git"]) if "git" in src else None
         if git is not None and (problem := git_url_problem(git)) is not None:
-            raise self.error(problem, "source.git", vm["git"], value=git, accepted=GIT_URLS_ACCEPTED)
+            raise self.error(problem, f"{key}.git", vm["git"], value=git, accepted=GIT_URLS_ACCEPTED)
         return Source(
             git=git,
-            path=self.source_path(src, vm) if "path" in src else None,
+            path=self.source_path(src, vm, key) if "path" in src else None,
             ref=ref,
             commit=commit,
-            submodules=self.boolean(src["submodules"], "source.submodules", vm["submodules"])
+            submodules=self.boolean(src["submodules"], f"{key}.submodules", vm["submodules"])
             if "submodules" in src else False,
         )
 
-    def sdist_source(self, src: YMap, vm: dict[str, Any]) -> Source:
-        requirement = self.string(src["sdist"], "source.sdist", vm["sdist"])
+    def sdist_source(self, src: YMap, vm: dict[str, Any], key: str) -> Source:
+        requirement = self.string(src["sdist"], f"{key}.sdist", vm["sdist"])
         if (problem := sdist_problem(requirement)) is not None:
-            raise self.error(problem, "source.sdist", vm["sdist"], value=requirement, accepted=SDIST_ACCEPTED)
+            raise self.error(problem, f"{key}.sdist", vm["sdist"], value=requirement, accepted=SDIST_ACCEPTED)
         sha256 = None
         if "sha256" in src:
-            sha256 = self.string(src["sha256"], "source.sha256", vm["sha256"]).lower()
+            sha256 = self.string(src["sha256"], f"{key}.sha256", vm["sha256"]).lower()
             if not SHA256_RE.match(sha256):
-                raise self.error("not a sha256 digest", "source.sha256", vm["sha256"], value=src["sha256"],
+                raise self.error("not a sha256 digest", f"{key}.sha256", vm["sha256"], value=src["sha256"],
                                  accepted="64 hexadecimal digits, as `sha256sum` prints them")
         return Source(sdist=requirement, sha256=sha256)
 
-    def source_path(self, src: YMap, vm: dict[str, Any]) -> str:
+    def source_path(self, src: YMap, vm: dict[str, Any], key: str) -> str:
         """Relative to the file that says it: a base recipe's folder stays its own when extended."""
-        path = self.string(src["path"], "source.path", vm["path"])
+        path = self.string(src["path"], f"{key}.path", vm["path"])
         written_in = vm["path"].file
         if written_in and Path(written_in) != self.path:
             return str(Path(written_in).parent / path)

@@ -87,6 +87,18 @@ class Source:
     """sdist: the archive's sha256"""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExtraSource(Source):
+    """Another tree the build reads (what its CMake would fetch, say): fetched by rocbuild beside the source
+    tree before any step, never by a step; templates name its folder sources.NAME."""
+
+    when: str | None = field(default=None, metadata=spec(WHEN))
+    """fetch it only when this renders true"""
+    name: str  # its key under `extra-sources:`
+    pos: Position
+    when_pos: Position | None = None
+
+
 MEMORY_PATTERN = r"^\s*\d+(\.\d+)?\s*([GgMm]i?[Bb]?)\s*$"
 TORCH: Shape = {"anyOf": [{"const": "rocm"}, obj({
     "value": Key("value", True, "value", {"const": "rocm"}, fixed_doc="rocm"),
@@ -391,6 +403,11 @@ def _source_shape() -> Shape:
     return {**obj(keys_of(Source)), "oneOf": [{"required": [k]} for k in Source.ONE_OF]}
 
 
+def _extra_sources_shape() -> Shape:
+    return {"type": "object", "propertyNames": {"pattern": ENV_NAME_PATTERN},
+            "additionalProperties": {**obj(keys_of(ExtraSource)), "oneOf": [{"required": [k]} for k in Source.ONE_OF]}}
+
+
 def _options_shape() -> Shape:
     return {"type": "object", "propertyNames": {"pattern": ENV_NAME_PATTERN}, "additionalProperties": obj(keys_of(Option))}
 
@@ -411,6 +428,9 @@ class Recipe:
     """the project's home"""
     source: Source = field(metadata=spec(_source_shape))
     """where the source tree comes from: exactly one of git, path and sdist"""
+    extra_sources: tuple[ExtraSource, ...] = field(default=(), metadata=spec(_extra_sources_shape))
+    """more trees the build reads, by name: each fetched beside the source tree before any step (as a step
+    never fetches), a folder templates see as sources.NAME"""
     requires: Requires = field(default_factory=Requires, metadata=spec(Requires))
     """what the host must provide, checked before anything runs"""
     options: tuple[Option, ...] = field(default=(), metadata=spec(_options_shape))

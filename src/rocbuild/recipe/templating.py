@@ -30,7 +30,8 @@ MAX_INT_BITS = 256
 
 # The names a template may use; render.py fills them in.
 CONTEXT_NAMES = frozenset(
-    {"archs", "arch", "rocm", "python", "jobs", "options", "src", "build", "dist", "ref", "recipe", "torch"}
+    {"archs", "arch", "rocm", "python", "jobs", "options", "src", "build", "dist", "ref", "recipe", "torch",
+     "sources"}
 )
 # Filters that neither reach attributes by name (attr, map, selectattr, groupby, sort(attribute=), ...) nor
 # format strings nor pad text to a width; `join` and `replace` are bounded below.

@@ -70,7 +70,7 @@ def _resolve_in_mirror(spec: GitSource, mirror: Path, log: Log) -> tuple[str, bo
         _make_mirror(spec, mirror, log)
         downloaded = True
     repo = git.Repo(mirror)
-    want = spec.ref or "HEAD"
+    want = spec.ref or spec.commit or "HEAD"  # a pin without a ref is that commit, wherever a branch is now
     sha = _rev(repo, want)
     moving = spec.ref is None or f"refs/heads/{spec.ref}" in {r.path for r in repo.references}
     if not downloaded and (sha is None or (moving and spec.commit is None)):
