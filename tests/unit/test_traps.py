@@ -411,3 +411,38 @@ def test_a_full_mask_written_as_a_32_bit_minus_one_is_widened_too(tmp_path):
             "c = __shfl_sync((unsigned)-1, v, 0);\nd = __shfl_sync(mask, v, 0);\n")
     (edit,) = find_masks({"k.cu": text})
     assert edit.line == 1 and re.sub(CALL, FULL, text).count(FULL) == 3 and "(mask, v, 0)" in re.sub(CALL, FULL, text)
+
+
+# inplace-abn 1.1.0's shape (met in the survey): src/abn.cpp and src/abn_cuda.cu both become abn_hip.o.
+COLLIDING = {
+    "setup.py": ("from setuptools import setup\n"
+                 "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+                 "setup(name='abn', version='1', cmdclass={'build_ext': BuildExtension}, ext_modules=[\n"
+                 "    CUDAExtension('abn._backend', ['src/abn.cpp', 'src/abn_cpu.cpp', 'src/abn_cuda.cu'])])\n"),
+    "src/abn.cpp": "#include <torch/extension.h>\nat::Tensor forward_cuda(at::Tensor x);\n",
+    "src/abn_cpu.cpp": "#include <torch/extension.h>\nint cpu_only() { return 1; }\n",
+    "src/abn_cuda.cu": "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] = 0; }\n",
+}
+
+
+def test_two_sources_that_hipify_to_one_object_are_told_apart_by_a_copy_of_the_kernel_file(tmp_path):
+    """abn.cpp names CUDA, so hipify writes abn_hip.cpp; abn_cuda.cu becomes abn_hip.hip: both compile to
+    abn_hip.o. The drafter copies the .cu file to abn_cuda_kernels.cu (abn_hip_kernels.o) and points setup.py
+    at the copy; written into a recipe, that is a copy and a replace patch the loader takes, once."""
+    files = BuildFiles.read(tree(tmp_path / "t", COLLIDING))
+    hits = [h for h in in_build_files(files) if h.trap.id == "hipify-name-collision"]
+    assert len(hits) == 1 and hits[0].evidence.where == "setup.py:4"
+    assert "src/abn_cuda.cu and src/abn.cpp both compile to src/abn_hip.o" in hits[0].evidence.text
+    fix = hits[0].fix
+    assert "\n".join(fix.yaml()) == ("patches:\n  - copy:\n      from: 'src/abn_cuda.cu'\n"
+                                     "      to: 'src/abn_cuda_kernels.cu'\n  - replace:\n      file: setup.py\n"
+                                     "      find: 'abn_cuda.cu'\n      with: 'abn_cuda_kernels.cu'")
+    once = apply_fix(STARTER, fix, "trap hipify-name-collision (setup.py:4)")
+    assert apply_fix(once, fix, "again") == once
+    recipe = load_recipe_text(once, tmp_path / "x.yaml")
+    assert [p.KIND for p in recipe.patches] == ["copy", "replace"]
+    # A kernel file whose name hipify keeps apart (abn_kernel.cu -> abn_kernel.hip) is left alone.
+    apart = {**COLLIDING, "setup.py": COLLIDING["setup.py"].replace("abn_cuda.cu", "abn_kernel.cu")}
+    apart["src/abn_kernel.cu"] = apart.pop("src/abn_cuda.cu")
+    assert not [h for h in in_build_files(BuildFiles.read(tree(tmp_path / "a", apart)))
+                if h.trap.id == "hipify-name-collision"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
+from rocbuild.draft.fixes import CopyFile, Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
 ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
@@ -27,7 +27,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
         case Edits():
             for edit in fix.edits:  # the comment once, above the first edit the recipe lacks
                 before = lines
-                lines = _append_entry(lines, "patches", edit.entry(), note, present=_has_replace(lines, edit))
+                present = _has_replace(lines, edit) if isinstance(edit, ReplaceText) else _has_copy(lines, edit)
+                lines = _append_entry(lines, "patches", edit.entry(), note, present=present)
                 note = note if lines is before else ""
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
@@ -80,6 +81,12 @@ def _has_replace(lines: list[str], fix: ReplaceText) -> bool:
     text = "\n".join(lines)
     finds = "|".join(re.escape(q) for q in (quote(fix.find), json.dumps(fix.find), fix.find))
     return re.search(rf"file:\s*{re.escape(fix.file)}\s*\n\s*find:\s*(?:{finds})\s*$", text, re.MULTILINE) is not None
+
+
+def _has_copy(lines: list[str], fix: CopyFile) -> bool:
+    """A copy to the same place."""
+    tos = "|".join(re.escape(q) for q in (quote(fix.to), json.dumps(fix.to), fix.to))
+    return re.search(rf"^\s*to:\s*(?:{tos})\s*$", "\n".join(lines), re.MULTILINE) is not None
 
 
 def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:

@@ -106,10 +106,25 @@ class RocmTorch:
 
 
 @dataclass(frozen=True)
-class Edits:
-    """Several `replace` edits that are one fix (the same mask in each of a package's sources)."""
+class CopyFile:
+    """A `copy` patch: a file of the tree copied under a new name (the original is only read)."""
 
-    edits: tuple[ReplaceText, ...]
+    from_: str  # both relative to the tree
+    to: str
+
+    def entry(self) -> list[str]:
+        return ["  - copy:", f"      from: {quote(self.from_)}", f"      to: {quote(self.to)}"]
+
+    def describe(self) -> str:
+        return f"copy {self.from_} to {self.to}"
+
+
+@dataclass(frozen=True)
+class Edits:
+    """Several patches that are one fix (the same mask in each of a package's sources; a source copied under
+    a new name and the build file that names it)."""
+
+    edits: tuple[ReplaceText | CopyFile, ...]
     says: str
 
     def yaml(self) -> list[str]:

@@ -9,17 +9,19 @@ read text and codes only: this module imports neither verify nor the engine."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.fixes import Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
+from rocbuild.draft.fixes import CopyFile, Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
 from rocbuild.draft.masks import (
     FULL,
     SourceEdit,
     cuda_includes,
     find_masks,
+    hipified,
     kernel_pointers,
     read_sources,
     vector_helpers,
@@ -216,6 +218,37 @@ def warp_masks(files: BuildFiles) -> Evidence | None:
     return _in_sources(find_masks(files.sources))
 
 
+# What hipify rewrites in a C++ file; a file without any of it keeps its name (torch writes no copy of it).
+CUDA_TOKEN = re.compile(r"cuda|CUDA|\bcu[A-Z]\w+|\bTHC|<<<")
+COMPILED = (".cu", ".cpp", ".cc", ".cxx")
+
+
+def hipify_collisions(files: BuildFiles) -> Evidence | None:
+    """Two sources of one folder whose hipified versions compile to one object: x.cpp (hipified to
+    x_hip.cpp) and x_cuda.cu (to x_hip.hip) both become x_hip.o, and the link meets every function twice.
+    Only where setup.py names the .cu file itself, so that pointing it at a renamed copy is the fix."""
+    setup = "\n".join(files.setup)
+    by_object: dict[str, list[str]] = {}
+    for rel, text in sorted(files.sources.items()):
+        if rel.endswith(COMPILED):
+            made = hipified(rel) if rel.endswith(".cu") or CUDA_TOKEN.search(text) else rel
+            by_object.setdefault(os.path.splitext(made)[0], []).append(rel)
+    for obj, rels in by_object.items():
+        cu = next((r for r in rels if r.endswith(".cu")), None)
+        if cu is None or len(rels) < 2:
+            continue
+        name = os.path.basename(cu)
+        named = re.search(rf"""["'][^"'\n]*\b{re.escape(name)}["']""", setup)
+        if named is None:
+            continue
+        line = setup.count("\n", 0, named.start()) + 1
+        copy = os.path.join(os.path.dirname(cu), os.path.splitext(name)[0] + "_kernels.cu")
+        others = ", ".join(r for r in rels if r != cu)
+        return Evidence(f"setup.py:{line}", f"{cu} and {others} both compile to {obj}.o once hipified", name,
+                        "setup.py", (SourceEdit(cu, 0, "", name, copy, False),))
+    return None
+
+
 def kernels_as_pointers(files: BuildFiles) -> Evidence | None:
     """A kernel handed itself to cudaFuncGetAttributes, cudaFuncSetAttribute and the like, whose HIP versions take
     `const void*` (CUDA's have template overloads), in any C++/CUDA source of the tree."""
@@ -397,6 +430,16 @@ def _source_edits(what: str) -> Callable[[Evidence | None, Evidence | None], Fix
     return fix
 
 
+def _renamed_source(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    """The .cu file copied under a name hipify turns into an object of its own, and setup.py pointed at it."""
+    if files is None or not files.also:
+        return None
+    place = files.also[0]
+    new_name = os.path.basename(place.with_)
+    return Edits((CopyFile(place.file, place.with_), ReplaceText("setup.py", place.find, new_name)),
+                 f"compile {place.file} as {place.with_}, a name of its own once hipified")
+
+
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
@@ -477,8 +520,9 @@ TRAPS: tuple[Trap, ...] = (
          files=nvcc_probe, fixes="a replace edit"),
     Trap("hipify-name-collision", "two sources hipify to one object",
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
-         "meets every function twice (rename one source: a copy: patch and a replace: of its name in setup.py)",
-         lambda _f, _e: None, log=(r"multiple definition of .*_hip\.o",), draft=False, fixes="by hand"),
+         "meets every function twice; the .cu file is compiled from a copy with a name of its own",
+         _renamed_source, log=(r"multiple definition of .*_hip\.o",), files=hipify_collisions,
+         fixes="a copy and a replace edit"),
     Trap("cuda-only-header", "a CUDA header hipify does not translate",
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
          "device_launch_parameters.h): HIP's runtime header declares what they do",
