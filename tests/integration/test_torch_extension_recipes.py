@@ -296,3 +296,23 @@ def test_a_torch_for_another_rocm_major_stops_the_build(cli, tmp_path, torch, ro
         assert not (tmp_path / "work" / "src").exists()
     else:  # past the gate: the tree is prepared (the stand-in venv, without pip, then stops the build env)
         assert "toolchain is ROCm" not in err and (tmp_path / "work" / "src" / "setup.py").is_file(), err
+
+
+@pytest.mark.parametrize("flavour, tag", [("rocm6.1", "v0.19.0"), ("rocm7.2", "v0.29.0"), ("rocm6.2", "v0.20.1")])
+def test_torchvision_builds_the_tag_made_with_the_target_torch(cli, tmp_path, rocm61, flavour, tag):
+    """The recipe's table takes the target python's torch (2.4.0, 2.14.0, 2.5.1 here) to the torchvision tag
+    released with it; the wheel's version is the tag's, its GPU ops forced without a GPU."""
+    python, _ = make_venv(tmp_path / "venv", flavour)
+    plan = plan_json(cli, "torchvision", "--arch", "gfx1100", "--rocm", rocm61, "--python", python)
+    assert plan["source"]["ref"] == tag
+    (step,) = plan["steps"]
+    assert step["env"]["BUILD_VERSION"] == tag[1:] and step["env"]["FORCE_CUDA"] == "1"
+    assert step["env"]["TORCHVISION_USE_JPEG"] == "1" and step["env"]["TORCHVISION_USE_ROCJPEG"] == "0"
+
+
+def test_torchvision_refuses_a_torch_its_table_does_not_name(cli, tmp_path, rocm61):
+    python, _ = make_venv(tmp_path / "venv", "rocm5.6")  # torch 2.0.1
+    code, _, err = cli("plan", "torchvision", "--arch", "gfx1100", "--rocm", rocm61, "--python", python)
+    assert code == 2 and "names no torchvision tag" in err and "--set tag=" in err
+    plan = plan_json(cli, "torchvision", "--arch", "gfx1100", "--rocm", rocm61, "--python", python, "--set", "tag=v0.15.2")
+    assert plan["source"]["ref"] == "v0.15.2" and plan["steps"][0]["env"]["BUILD_VERSION"] == "0.15.2"

@@ -18,7 +18,8 @@ CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hipr
                   "hsa-runtime64": "libhsa-runtime-dev", "rocm_smi": "librocm-smi-dev"}
 # Headers and libraries of components without a CMake package (Debian packages roctx from roctracer's
 # source alone; roctracer64 itself has no package).
-HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev"}
+HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev",
+           "jpeglib.h": "libjpeg-dev"}
 # Debian ships hipSOLVER's Fortran library (which its CMake package names) on its own, with no -dev package.
 LIBRARIES = {"roctx64": "libroctx-dev", "hipsolver_fortran": "libhipsolver-fortran1"}
 # AMD's repository (repo.radeon.com), where it names a component otherwise; the rest are <name>-dev.
@@ -26,7 +27,7 @@ AMD_CMAKE_PACKAGES = {"hip": "hip-dev", "hip-lang": "hip-dev", "hiprtc": "hip-de
                       "amd_comgr": "comgr", "hsa-runtime64": "hsa-rocr-dev", "rocm_smi": "rocm-smi-lib"}
 AMD_HEADERS = {"roctx.h": "roctracer-dev", "roctracer/roctx.h": "roctracer-dev", "omp.h": "openmp-extras-dev"}
 AMD_LIBRARIES = {"roctx64": "roctracer-dev", "roctracer64": "roctracer-dev"}
-TOOLS = {"hipconfig": "hipcc", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
+TOOLS = {"hipconfig": "hipcc", "libpng-config": "libpng-dev", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
          "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc"}
 APT_LISTS = Path("/var/lib/apt/lists")
 
