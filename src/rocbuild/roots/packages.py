@@ -27,8 +27,8 @@ AMD_CMAKE_PACKAGES = {"hip": "hip-dev", "hip-lang": "hip-dev", "hiprtc": "hip-de
                       "amd_comgr": "comgr", "hsa-runtime64": "hsa-rocr-dev", "rocm_smi": "rocm-smi-lib"}
 AMD_HEADERS = {"roctx.h": "roctracer-dev", "roctracer/roctx.h": "roctracer-dev", "omp.h": "openmp-extras-dev"}
 AMD_LIBRARIES = {"roctx64": "roctracer-dev", "roctracer64": "roctracer-dev"}
-TOOLS = {"hipconfig": "hipcc", "libpng-config": "libpng-dev", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
-         "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc"}
+TOOLS = {"hipconfig": "hipcc", "ninja": "ninja-build", "pkg-config": "pkgconf", "c++": "g++", "cc": "gcc",
+         "python3": "python3", "pip": "python3-pip", "roc-obj-ls": "hipcc", "libpng-config": "libpng-dev"}
 APT_LISTS = Path("/var/lib/apt/lists")
 
 
