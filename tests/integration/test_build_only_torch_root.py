@@ -81,8 +81,7 @@ find_package(Torch REQUIRED)
 if(NOT PYTORCH_FOUND_HIP)
   message(FATAL_ERROR "torch's CMake package is not a ROCm build: no HIP path")
 endif()
-add_compile_definitions(USE_ROCM)  # as vLLM's CMake does: torch's headers take their HIP side on it
-add_library(cmext SHARED kernel.hip)
+add_library(cmext SHARED kernel.hip host.cpp)
 set_target_properties(cmext PROPERTIES HIP_ARCHITECTURES "${PYTORCH_ROCM_ARCH}")
 target_link_libraries(cmext PRIVATE ${TORCH_LIBRARIES})
 target_link_options(cmext PRIVATE -Wl,--no-undefined)
@@ -101,6 +100,17 @@ void add_one_hip(torch::Tensor x) {
   int n = x.numel();
   add_one<<<(n + 255) / 256, 256, 0, c10::hip::getCurrentHIPStream()>>>(x.data_ptr<float>(), n);  // c10_hip's
 }
+"""
+
+# A plain C++ file of a target that links torch: a ROCm torch's CMake package hands it the flags torch_hip was
+# built with (USE_ROCM, which torch's headers take their HIP side on; the HIP platform; TORCH_HIP_VERSION, which
+# hipify writes for CUDA_VERSION), as vLLM's C++ targets need.
+CMAKE_HOST = """\
+#if !defined(USE_ROCM) || !defined(__HIP_PLATFORM_AMD__) || TORCH_HIP_VERSION < 600
+#error "torch's CMake package gave a C++ file none of torch_hip's HIP flags"
+#endif
+#include <hip/hip_runtime_api.h>
+int devices() { int n = 0; return hipGetDeviceCount(&n) == hipSuccess ? n : -1; }
 """
 
 
@@ -253,6 +263,7 @@ def test_a_cmake_torch_extension_takes_the_kits_hip_path_and_links_its_hip_libra
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "CMakeLists.txt").write_text(CMAKE_PROJECT)
     (tmp_path / "src" / "kernel.hip").write_text(CMAKE_KERNEL)
+    (tmp_path / "src" / "host.cpp").write_text(CMAKE_HOST)
     # The prefix a build reads from torch itself, as vLLM's setup.py passes it to CMake.
     prefix = rocbuild("root", "run", root, "--", kit, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)")
     assert prefix.returncode == 0, prefix.stderr

@@ -38,6 +38,17 @@ LOADHIP_PACKAGES = ("librocblas-dev", "libmiopen-dev", "libhipfft-dev", "librocs
 COPIED = ("Torch/TorchConfigVersion.cmake", "Caffe2/public")
 HEADER = "# Written by rocbuild for a build-only ROCm torch, as a ROCm wheel of this release configures it.\n"
 
+# What a ROCm build of torch exports to every consumer of torch_hip: caffe2/CMakeLists.txt says
+# `target_compile_options(torch_hip PUBLIC ${HIP_CXX_FLAGS})`, and cmake/Dependencies.cmake fills HIP_CXX_FLAGS
+# (upstream main, 2026; no -std= in it since torch builds as C++20). CMake-driven extensions rely on it: vLLM's
+# plain C++ targets get USE_ROCM and the HIP platform only from here, and its kernels TORCH_HIP_VERSION (what
+# hipify turns CUDA_VERSION into). Left out: HIPBLASLT_OUTER_VEC, HIPBLASLT_VEC_EXT and USE_ROCM_CK_GEMM, which
+# depend on what the wheel's build found.
+HIP_CXX_FLAGS = ("-fPIC", "-D__HIP_PLATFORM_AMD__=1", "-DCUDA_HAS_FP16=1", "-DUSE_ROCM", "-D__HIP_NO_HALF_OPERATORS__=1",
+                 "-D__HIP_NO_HALF_CONVERSIONS__=1", "-DTORCH_HIP_VERSION={torch_hip_version}",
+                 "-Wno-shift-count-negative", "-Wno-shift-count-overflow", "-DCAFFE2_USE_MIOPEN",
+                 "-DTHRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_HIP", "-DHIPBLAS_V2", "-DHIP_ENABLE_WARP_SYNC_BUILTINS")
+
 # name -> (library file or None for an interface target, INTERFACE_LINK_LIBRARIES)
 TARGETS = {
     "headeronly": (None, ""),
@@ -52,8 +63,9 @@ TARGETS = {
 }
 
 
-def write_cmake_package(debian_cmake: Path, torch: Path) -> None:
-    """torch/share/cmake/{Torch,Caffe2,ATen} from Debian's cmake/ folder of the same release."""
+def write_cmake_package(debian_cmake: Path, torch: Path, hip: str) -> None:
+    """torch/share/cmake/{Torch,Caffe2,ATen} from Debian's cmake/ folder of the same release; `hip`: the HIP
+    version the kit says it was built with (torch.version.hip)."""
     out = torch / "share" / "cmake"
     if out.exists():
         shutil.rmtree(out)
@@ -74,7 +86,7 @@ def write_cmake_package(debian_cmake: Path, torch: Path) -> None:
         else:
             shutil.copy2(source, out / name)
     definitions = _cpu_definitions(_read(debian_cmake / "Caffe2" / "Caffe2Targets.cmake"))
-    (out / "Caffe2" / "Caffe2Targets.cmake").write_text(targets_text(definitions))
+    (out / "Caffe2" / "Caffe2Targets.cmake").write_text(targets_text(definitions, torch_hip_version(hip)))
     (out / "ATen").mkdir()
     (out / "ATen" / "ATenConfig.cmake").write_text(
         HEADER + f'set(ATEN_FOUND 1)\nset(ATEN_INCLUDE_DIR "{torch / "include"}")\nset(ATEN_LIBRARIES "")\n')
@@ -95,7 +107,13 @@ def _cpu_definitions(targets: str) -> str:
     return match.group(1) if match else ""
 
 
-def targets_text(cpu_definitions: str) -> str:
+def torch_hip_version(hip: str) -> int:
+    """LoadHIP.cmake's TORCH_HIP_VERSION: HIP_VERSION_MAJOR * 100 + HIP_VERSION_MINOR (7.2.53211 is 702)."""
+    major, minor = (re.findall(r"\d+", hip) + ["0", "0"])[:2]
+    return int(major) * 100 + int(minor)
+
+
+def targets_text(cpu_definitions: str, hip_version: int) -> str:
     """Caffe2Targets.cmake: the imported targets of a ROCm build, at the kit's libraries (torch/lib), with the
     `_library` interface targets that link their library whole (--no-as-needed), as PyTorch exports them."""
     lines = [HEADER.rstrip(), "cmake_policy(PUSH)", "cmake_policy(VERSION 3.0.0...4.1)",
@@ -116,6 +134,8 @@ def targets_text(cpu_definitions: str) -> str:
             props["INTERFACE_LINK_LIBRARIES"] = links
         if name == "torch_cpu" and cpu_definitions:
             props["INTERFACE_COMPILE_DEFINITIONS"] = cpu_definitions
+        if name == "torch_hip":
+            props["INTERFACE_COMPILE_OPTIONS"] = ";".join(HIP_CXX_FLAGS).format(torch_hip_version=hip_version)
         if props:
             lines.append(f"set_target_properties({name} PROPERTIES")
             lines += [f'  {key} "{value}"' for key, value in props.items()]
@@ -124,10 +144,12 @@ def targets_text(cpu_definitions: str) -> str:
 
 
 def _whole(library: str, name: str) -> list[str]:
-    """An interface target that links `library` whole and passes on its usage requirements."""
+    """An interface target that links `library` whole and passes on its usage requirements (as PyTorch's
+    caffe2_interface_library does: definitions, options, include folders, libraries)."""
     of = f"\\$<TARGET_PROPERTY:{library},"
     return [f"add_library({name} INTERFACE IMPORTED)", f"set_target_properties({name} PROPERTIES",
             f'  INTERFACE_COMPILE_DEFINITIONS "{of}INTERFACE_COMPILE_DEFINITIONS>"',
+            f'  INTERFACE_COMPILE_OPTIONS "{of}INTERFACE_COMPILE_OPTIONS>"',
             f'  INTERFACE_INCLUDE_DIRECTORIES "{of}INTERFACE_INCLUDE_DIRECTORIES>"',
             f'  INTERFACE_LINK_LIBRARIES "-Wl,--no-as-needed,\\"\\$<TARGET_FILE:{library}>\\" -Wl,--as-needed;'
             f'{of}INTERFACE_LINK_LIBRARIES>"', ")"]

@@ -116,7 +116,7 @@ def make_kit(plan: KitPlan, runner: StepRunner, progress: Progress) -> Path:
                                          ("declarations-cuda", "declarations-hip")])
     _libraries(plan, runner, progress, torch, declared, log)
     _metadata(plan, torch)
-    write_cmake_package(DEBIAN_LIBS / "cmake", torch)
+    write_cmake_package(DEBIAN_LIBS / "cmake", torch, plan.info.hip)
     # Written last: a kit whose making was cut short has no marker, and is never taken for current.
     (torch / MARKER).write_text(json.dumps(marker(plan), indent=2) + "\n")
     progress.say(f"    build-only ROCm torch {plan.info.version}: {plan.folder}")
