@@ -32,9 +32,29 @@ KEPT_LOGS = Path(__file__).resolve().parents[1] / "real-builds" / "logs"  # igno
 ROCBUILD = [sys.executable, "-m", "rocbuild"]
 ROCBUILD_VERSION = subprocess.run([*ROCBUILD, "--version"], capture_output=True, text=True,
                                   check=False).stdout.split()[-1]
-LLVM_CHECK = ('set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; '
-              '"$P/llvm-objcopy" --dump-section .hip_fatbin="$2" "$1" && '
-              '"$P/clang-offload-bundler" --list --type=o --input="$2"')
+# Run by the root's python3 (FILE, SCRATCH): llvm-objcopy pulls out .hip_fatbin; clang-offload-bundler --list
+# names the entries of each bundle in it. A section of compressed bundles (CCOB, one per translation unit, as
+# vLLM's --compress-mode=size makes) is cut at each one's own total size first: the bundler reads one at a time.
+LLVM_CHECK = """\
+import glob, struct, subprocess, sys
+P = sorted(glob.glob("/usr/lib/llvm-*/bin"))[-1]
+member, scratch = sys.argv[1], sys.argv[2]
+subprocess.run([P + "/llvm-objcopy", "--dump-section", ".hip_fatbin=" + scratch, member], check=True)
+data = open(scratch, "rb").read()
+parts, at = [], data.find(b"CCOB")
+while at >= 0:
+    version = struct.unpack_from("<H", data, at + 4)[0]
+    size = struct.unpack_from("<I" if version == 2 else "<Q", data, at + 8)[0]
+    parts.append(data[at:at + size])
+    at = data.find(b"CCOB", at + size)
+seen = []
+for part in parts or [data]:
+    open(scratch, "wb").write(part)
+    listed = subprocess.run([P + "/clang-offload-bundler", "--list", "--type=o", "--input=" + scratch],
+                            capture_output=True, text=True, check=True).stdout.split()
+    seen += [e for e in listed if e not in seen]
+print("\\n".join(seen))
+"""
 LLVM_AR_X = 'set -e; for b in /usr/lib/llvm-*/bin; do P=$b; done; "$P/llvm-ar" x "$1"'
 
 
@@ -156,7 +176,7 @@ def llvm_bundles(root: str, files: list[Path], top: Path, scratch: Path) -> dict
         for name, member in members:
             if b".hip_fatbin" not in member.read_bytes():
                 continue
-            result = run([*ROCBUILD, "root", "run", root, "--", "sh", "-c", LLVM_CHECK, "sh", str(member),
+            result = run([*ROCBUILD, "root", "run", root, "--", "python3", "-c", LLVM_CHECK, str(member),
                           str(member) + ".fatbin"], capture_output=True, cwd=scratch)
             entries = [line.strip() for line in result.stdout.splitlines() if line.strip()]
             found[name] = entries if result.returncode == 0 else [f"error: {result.stderr}"]
