@@ -1,4 +1,4 @@
-"""replace and link on real files: idempotent, loud on mismatch, never escaping the tree."""
+"""replace, link and remove on real files: idempotent, loud on mismatch, never escaping the tree."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from rocbuild.engine.patch import apply_link, apply_replace
+from rocbuild.engine.patch import apply_link, apply_remove, apply_replace
 from rocbuild.errors import StepFailed
-from rocbuild.plan.model import LinkPatch, ReplacePatch
+from rocbuild.plan.model import LinkPatch, RemovePatch, ReplacePatch
 
 HEADER = "#if HAVE_CUDA\n#include <nccl.h>\n#elif HAVE_ROCM\n#include <rccl.h>\n#endif\n"
 
@@ -90,3 +90,23 @@ def test_link_refuses_to_replace_real_files(tmp_path):
 def test_link_without_match(tmp_path):
     with pytest.raises(StepFailed, match="nothing matches"):
         apply_link(LinkPatch(source_glob=f"{tmp_path}/none/FindHIP*", into="m", where="t"), tmp_path)
+
+
+def test_remove_takes_a_file_or_a_link_out_of_the_tree_and_nothing_else(tmp_path):
+    tree = tmp_path / "src"
+    (tree / "k").mkdir(parents=True)
+    (tree / "k" / "x_cuda.cu").write_text("// kernels\n")
+    outside = tmp_path / "keep.txt"
+    outside.write_text("not the tree's\n")
+    (tree / "link.txt").symlink_to(outside)
+    assert apply_remove(RemovePatch("k/x_cuda.cu", "t"), tree) == "removed k/x_cuda.cu"
+    assert not (tree / "k" / "x_cuda.cu").exists()
+    with pytest.raises(StepFailed, match="outside the source tree"):
+        apply_remove(RemovePatch("link.txt", "t"), tree)  # a link out of the tree is refused like any path out
+    assert outside.read_text() == "not the tree's\n"
+    with pytest.raises(StepFailed, match="not a file of the source tree"):
+        apply_remove(RemovePatch("k/x_cuda.cu", "t"), tree)
+    with pytest.raises(StepFailed, match="not a file of the source tree"):
+        apply_remove(RemovePatch("k", "t"), tree)  # a folder is not removed
+    with pytest.raises(StepFailed, match="outside the source tree"):
+        apply_remove(RemovePatch("../keep.txt", "t"), tree)

@@ -126,3 +126,15 @@ def test_a_shipped_step_that_reaches_the_network_says_why():
             if re.match(r"^\s*(?:-\s+)?network:\s*true\b", line):
                 above = [text for text in lines[max(0, n - 3):n] if text.strip().startswith("#")]
                 assert above or "#" in line, f"{path.name}:{n + 1}: network: true without a comment saying why"
+
+
+def test_a_remove_patch_names_a_file_in_the_tree(tmp_path):
+    from rocbuild.recipe.load import load_recipe_text
+    from rocbuild.recipe.model import Remove
+
+    base = "schema: 1\nname: r\nversion: '1'\nsource: {path: .}\npatches:\n  - remove: %s\nsteps:\n  - run: [echo]\n"
+    recipe = load_recipe_text(base % "src/x_cuda.cu", tmp_path / "r.yaml")
+    assert recipe.patches == (Remove(file="src/x_cuda.cu", pos=recipe.patches[0].pos),)
+    with pytest.raises(RecipeError) as caught:
+        load_recipe_text(base % "../x", tmp_path / "r.yaml")
+    assert "patches[0].remove" in caught.value.render() and caught.value.line == 6

@@ -435,14 +435,30 @@ def test_two_sources_that_hipify_to_one_object_are_told_apart_by_a_copy_of_the_k
     assert "src/abn_cuda.cu and src/abn.cpp both compile to src/abn_hip.o" in hits[0].evidence.text
     fix = hits[0].fix
     assert "\n".join(fix.yaml()) == ("patches:\n  - copy:\n      from: 'src/abn_cuda.cu'\n"
-                                     "      to: 'src/abn_cuda_kernels.cu'\n  - replace:\n      file: setup.py\n"
+                                     "      to: 'src/abn_cuda_kernels.cu'\n  - remove: 'src/abn_cuda.cu'\n"
+                                     "  - replace:\n      file: setup.py\n"
                                      "      find: 'abn_cuda.cu'\n      with: 'abn_cuda_kernels.cu'")
     once = apply_fix(STARTER, fix, "trap hipify-name-collision (setup.py:4)")
     assert apply_fix(once, fix, "again") == once
     recipe = load_recipe_text(once, tmp_path / "x.yaml")
-    assert [p.KIND for p in recipe.patches] == ["copy", "replace"]
+    assert [p.KIND for p in recipe.patches] == ["copy", "remove", "replace"]
     # A kernel file whose name hipify keeps apart (abn_kernel.cu -> abn_kernel.hip) is left alone.
     apart = {**COLLIDING, "setup.py": COLLIDING["setup.py"].replace("abn_cuda.cu", "abn_kernel.cu")}
     apart["src/abn_kernel.cu"] = apart.pop("src/abn_cuda.cu")
     assert not [h for h in in_build_files(BuildFiles.read(tree(tmp_path / "a", apart)))
                 if h.trap.id == "hipify-name-collision"]
+
+
+def test_a_setup_py_that_scans_its_folder_gets_the_kernel_file_moved_without_naming_it(tmp_path):
+    """inplace-abn 1.1.0's setup.py: `for file in listdir(root_dir)` over src/, so a copy alone would be
+    compiled beside the original: the original is removed, and setup.py is left as it is."""
+    scanning = {**COLLIDING, "setup.py": (
+        "from os import listdir, path\nfrom setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "def find_sources(root):\n"
+        "    return [path.join(root, f) for f in listdir(root) if f.endswith(('.cpp', '.cu'))]\n"
+        "setup(name='abn', version='1', cmdclass={'build_ext': BuildExtension},\n"
+        "      ext_modules=[CUDAExtension('abn._backend', find_sources('src'))])\n")}
+    (hit,) = [h for h in in_build_files(BuildFiles.read(tree(tmp_path, scanning))) if h.trap.id == "hipify-name-collision"]
+    assert hit.evidence.where == "setup.py:5"
+    assert [type(e).__name__ for e in hit.fix.edits] == ["CopyFile", "RemoveFile"]

@@ -8,7 +8,19 @@ from __future__ import annotations
 import json
 import re
 
-from rocbuild.draft.fixes import CopyFile, Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv, quote
+from rocbuild.draft.fixes import (
+    CopyFile,
+    Edits,
+    Expect,
+    Fix,
+    MemoryPerJob,
+    RemoveFile,
+    ReplaceText,
+    Require,
+    RocmTorch,
+    SetEnv,
+    quote,
+)
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
 ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
@@ -27,7 +39,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
         case Edits():
             for edit in fix.edits:  # the comment once, above the first edit the recipe lacks
                 before = lines
-                present = _has_replace(lines, edit) if isinstance(edit, ReplaceText) else _has_copy(lines, edit)
+                present = (_has_replace(lines, edit) if isinstance(edit, ReplaceText) else
+                           _has_copy(lines, edit) if isinstance(edit, CopyFile) else _has_remove(lines, edit))
                 lines = _append_entry(lines, "patches", edit.entry(), note, present=present)
                 note = note if lines is before else ""
         case Require():
@@ -87,6 +100,11 @@ def _has_copy(lines: list[str], fix: CopyFile) -> bool:
     """A copy to the same place."""
     tos = "|".join(re.escape(q) for q in (quote(fix.to), json.dumps(fix.to), fix.to))
     return re.search(rf"^\s*to:\s*(?:{tos})\s*$", "\n".join(lines), re.MULTILINE) is not None
+
+
+def _has_remove(lines: list[str], fix: RemoveFile) -> bool:
+    files = "|".join(re.escape(q) for q in (quote(fix.file), json.dumps(fix.file), fix.file))
+    return re.search(rf"^\s*-\s*remove:\s*(?:{files})\s*$", "\n".join(lines), re.MULTILINE) is not None
 
 
 def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:

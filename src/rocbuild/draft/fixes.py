@@ -120,11 +120,24 @@ class CopyFile:
 
 
 @dataclass(frozen=True)
+class RemoveFile:
+    """A `remove` patch: a file taken out of the tree (its build scans the folder it is in)."""
+
+    file: str
+
+    def entry(self) -> list[str]:
+        return [f"  - remove: {quote(self.file)}"]
+
+    def describe(self) -> str:
+        return f"remove {self.file}"
+
+
+@dataclass(frozen=True)
 class Edits:
     """Several patches that are one fix (the same mask in each of a package's sources; a source copied under
     a new name and the build file that names it)."""
 
-    edits: tuple[ReplaceText | CopyFile, ...]
+    edits: tuple[ReplaceText | CopyFile | RemoveFile, ...]
     says: str
 
     def yaml(self) -> list[str]:

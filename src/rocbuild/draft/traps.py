@@ -15,7 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.fixes import CopyFile, Edits, Expect, Fix, MemoryPerJob, ReplaceText, Require, RocmTorch, SetEnv
+from rocbuild.draft.fixes import (
+    CopyFile,
+    Edits,
+    Expect,
+    Fix,
+    MemoryPerJob,
+    RemoveFile,
+    ReplaceText,
+    Require,
+    RocmTorch,
+    SetEnv,
+)
 from rocbuild.draft.masks import (
     FULL,
     SourceEdit,
@@ -221,12 +232,14 @@ def warp_masks(files: BuildFiles) -> Evidence | None:
 # What hipify rewrites in a C++ file; a file without any of it keeps its name (torch writes no copy of it).
 CUDA_TOKEN = re.compile(r"cuda|CUDA|\bcu[A-Z]\w+|\bTHC|<<<")
 COMPILED = (".cu", ".cpp", ".cc", ".cxx")
+# A setup.py that lists a folder's sources itself (inplace-abn: `for file in listdir(root_dir)`).
+SCANS = re.compile(r"\b(?:listdir|glob|iglob|walk|scandir|iterdir|rglob)\(")
 
 
 def hipify_collisions(files: BuildFiles) -> Evidence | None:
     """Two sources of one folder whose hipified versions compile to one object: x.cpp (hipified to
     x_hip.cpp) and x_cuda.cu (to x_hip.hip) both become x_hip.o, and the link meets every function twice.
-    Only where setup.py names the .cu file itself, so that pointing it at a renamed copy is the fix."""
+    Where setup.py names the .cu file, or lists the folder's sources itself (listdir, glob, walk)."""
     setup = "\n".join(files.setup)
     by_object: dict[str, list[str]] = {}
     for rel, text in sorted(files.sources.items()):
@@ -239,13 +252,14 @@ def hipify_collisions(files: BuildFiles) -> Evidence | None:
             continue
         name = os.path.basename(cu)
         named = re.search(rf"""["'][^"'\n]*\b{re.escape(name)}["']""", setup)
-        if named is None:
+        found = named or SCANS.search(setup)
+        if found is None:
             continue
-        line = setup.count("\n", 0, named.start()) + 1
+        line = setup.count("\n", 0, found.start()) + 1
         copy = os.path.join(os.path.dirname(cu), os.path.splitext(name)[0] + "_kernels.cu")
         others = ", ".join(r for r in rels if r != cu)
-        return Evidence(f"setup.py:{line}", f"{cu} and {others} both compile to {obj}.o once hipified", name,
-                        "setup.py", (SourceEdit(cu, 0, "", name, copy, False),))
+        return Evidence(f"setup.py:{line}", f"{cu} and {others} both compile to {obj}.o once hipified",
+                        name if named else None, "setup.py", (SourceEdit(cu, 0, "", name if named else "", copy, False),))
     return None
 
 
@@ -431,12 +445,13 @@ def _source_edits(what: str) -> Callable[[Evidence | None, Evidence | None], Fix
 
 
 def _renamed_source(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    """The .cu file copied under a name hipify turns into an object of its own, and setup.py pointed at it."""
+    """The .cu file moved to a name hipify turns into an object of its own (a copy, the original removed), and
+    setup.py pointed at it where it names the file."""
     if files is None or not files.also:
         return None
     place = files.also[0]
-    new_name = os.path.basename(place.with_)
-    return Edits((CopyFile(place.file, place.with_), ReplaceText("setup.py", place.find, new_name)),
+    renamed = (ReplaceText("setup.py", place.find, os.path.basename(place.with_)),) if place.find else ()
+    return Edits((CopyFile(place.file, place.with_), RemoveFile(place.file), *renamed),
                  f"compile {place.file} as {place.with_}, a name of its own once hipified")
 
 
@@ -520,9 +535,9 @@ TRAPS: tuple[Trap, ...] = (
          files=nvcc_probe, fixes="a replace edit"),
     Trap("hipify-name-collision", "two sources hipify to one object",
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
-         "meets every function twice; the .cu file is compiled from a copy with a name of its own",
+         "meets every function twice; the .cu file moves to a name of its own (a copy, the original removed)",
          _renamed_source, log=(r"multiple definition of .*_hip\.o",), files=hipify_collisions,
-         fixes="a copy and a replace edit"),
+         fixes="a copy, a remove and a replace edit"),
     Trap("cuda-only-header", "a CUDA header hipify does not translate",
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
          "device_launch_parameters.h): HIP's runtime header declares what they do",

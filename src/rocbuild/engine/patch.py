@@ -11,7 +11,7 @@ from pathlib import Path
 from rocbuild.compat import assert_never
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import within
-from rocbuild.plan.model import CopyPatch, DiffPatch, LinkPatch, PatchAction, ReplacePatch
+from rocbuild.plan.model import CopyPatch, DiffPatch, LinkPatch, PatchAction, RemovePatch, ReplacePatch
 from rocbuild.process.runner import StepRunner
 
 
@@ -112,6 +112,17 @@ def apply_copy(patch: CopyPatch, root: Path) -> str:
     return f"copied {source} to {patch.to}"
 
 
+def apply_remove(patch: RemovePatch, root: Path) -> str:
+    """Remove a file from the (fresh) tree: missing, the recipe names the wrong file."""
+    inside(root, patch.file, "remove")  # refuses a path that leads out of the tree
+    path = root / patch.file  # a link is removed itself, never what it points at
+    if not path.is_file() and not path.is_symlink():
+        raise StepFailed(f"remove: {patch.file} is not a file of the source tree",
+                         hint="check the path, relative to the tree; an earlier patch may have moved it")
+    path.unlink()
+    return f"removed {patch.file}"
+
+
 def apply_diff(patch: DiffPatch, root: Path, runner: StepRunner, log: Path) -> str:
     env = git_env(root)
     check = runner.run(patch.check_argv, cwd=root, env=env, log=log)
@@ -143,6 +154,8 @@ def apply_patch(action: PatchAction, root: Path, runner: StepRunner, log: Path) 
                 return apply_copy(action, root)
             case LinkPatch():
                 return apply_link(action, root)
+            case RemovePatch():
+                return apply_remove(action, root)
             case _:
                 assert_never(action)
     except StepFailed as exc:

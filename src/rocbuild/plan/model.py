@@ -131,7 +131,19 @@ class CopyPatch:
         return {"kind": "copy", "from": self.source, "to": self.to}
 
 
-PatchAction = DiffPatch | ReplacePatch | LinkPatch | CopyPatch
+@dataclass(frozen=True)
+class RemovePatch:
+    file: str  # relative to the tree
+    where: str
+
+    def describe(self) -> str:
+        return f"remove {self.file} from the tree"
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "remove", "file": self.file}
+
+
+PatchAction = DiffPatch | ReplacePatch | LinkPatch | CopyPatch | RemovePatch
 
 
 def patch_record(patch: PatchAction) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from rocbuild.plan.model import (
     LinkPatch,
     PatchAction,
     Plan,
+    RemovePatch,
     Rendered,
     ReplacePatch,
     Requirements,
@@ -65,6 +66,7 @@ from rocbuild.recipe.model import (
     Position,
     Recipe,
     Refusal,
+    Remove,
     Replace,
     Run,
     Shell,
@@ -494,6 +496,8 @@ def _patch(recipe: Recipe, entry: PatchSpec, r: Renderer, work: WorkDirs,
             return CopyPatch(source=readable_source(r.text(entry.from_, entry.pos, f"{key}.from"), f"{key}.from"),
                              to=in_tree(r.text(entry.to, entry.pos, f"{key}.to"), f"{key}.to"), where=where,
                              readable=readable)
+        case Remove():
+            return RemovePatch(file=in_tree(r.text(entry.file, entry.pos, key), key), where=where)
         case _:
             assert_never(entry)
 

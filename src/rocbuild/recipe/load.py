@@ -53,6 +53,7 @@ from rocbuild.recipe.model import (
     Position,
     Recipe,
     Refusal,
+    Remove,
     Replace,
     Requires,
     Run,
@@ -502,6 +503,9 @@ class _Loader(ShapeReader):
                                       "when_pos": self.when_at(entry, key)}
             if kind == "diff":
                 out.append(Diff(file=self.diff_file(entry[kind], bkey, bmark), **placed))
+                continue
+            if kind == "remove":
+                out.append(Remove(file=self.tree_path(entry[kind], bkey, bmark), **placed))
                 continue
             m = self.mapping(entry[kind], bkey, bmark, BODY_KEYS[kind])
             vm = m.value_marks

@@ -165,7 +165,7 @@ class Refusal:
 # The closed sets of entry kinds. The loader accepts exactly the classes of PATCHES, STEPS and CHECKS
 # (their KIND), and the planner's `match` on them ends in `assert_never`: a new kind is one new class
 # here, and the type checker then names every place that must handle it.
-PatchKind = Literal["diff", "replace", "link", "copy"]
+PatchKind = Literal["diff", "replace", "link", "copy", "remove"]
 StepKind = Literal["cmake", "cmake-build", "make", "run", "shell", "wheel"]
 VerifyKind = Literal["command", "wheel-contains", "code-objects", "import"]
 Output = Literal["wheel", "tree"]  # verified wheels in the wheelhouse, or the prepared source tree
@@ -239,6 +239,15 @@ class Copy(PatchEntry):
     """a file in the tree, the ROCm prefix or the recipe's folders"""
     to: str = field(metadata=spec(TEXT))
     """its place in the source tree"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Remove(PatchEntry):
+    """remove a file from the tree (one its build would otherwise pick up, by scanning a folder)"""
+
+    KIND: ClassVar[PatchKind] = "remove"
+    file: str = field(metadata=spec(TEXT, place="value"))
+    """the file in the source tree, e.g. src/x_cuda.cu"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -391,11 +400,11 @@ class Import(CheckEntry):
     """the module's dotted name"""
 
 
-PatchSpec = Diff | Replace | Link | Copy
+PatchSpec = Diff | Replace | Link | Copy | Remove
 StepSpec = CMake | CMakeBuild | Make | Run | Shell | Wheel
 CheckSpec = Command | WheelContains | CodeObjects | Import
 # In the order their kinds are declared above (PATCH_KINDS, STEP_KINDS, VERIFY_KINDS).
-PATCHES: tuple[type[PatchSpec], ...] = (Diff, Replace, Link, Copy)
+PATCHES: tuple[type[PatchSpec], ...] = (Diff, Replace, Link, Copy, Remove)
 STEPS: tuple[type[StepSpec], ...] = (CMake, CMakeBuild, Make, Run, Shell, Wheel)
 CHECKS: tuple[type[CheckSpec], ...] = (Command, WheelContains, CodeObjects, Import)
 
