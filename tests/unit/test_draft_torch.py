@@ -235,3 +235,11 @@ def test_kernels_compiled_at_run_time_are_found_in_a_namespace_package(tmp_path)
     assert import_name("optimum-quanto", reading.packages) == "optimum.quanto"
     assert import_name("torch-scatter", ["torch_scatter", "tools"]) == "torch_scatter"
     assert import_name("chamferdist", []) == "chamferdist"
+
+
+def test_what_setup_requires_names_is_a_build_requirement(tmp_path):
+    """pip never installs setup_requires: inplace-abn 1.1.0's setuptools_scm then goes missing, and
+    `use_scm_version` makes the wheel 0.0.0 without a word."""
+    t = tree(tmp_path, {"setup.py": HEAD + "setup(use_scm_version=True, setup_requires=['setuptools_scm', \"pybind11>=2.6\"])\n"})
+    recipe = yaml.safe_load(draft_recipe("pkg", "pkg==1.0", "0" * 64, read_tree(t)))
+    assert {"setuptools_scm", "pybind11"} <= set(recipe["requires"]["python"])

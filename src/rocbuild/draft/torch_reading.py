@@ -260,11 +260,22 @@ def _imports(tree: Path, setup: PyFacts) -> list[str]:
     local = {p.stem if p.suffix == ".py" else p.name for p in tree.iterdir()}
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())  # Python >= 3.10
     wanted = {"setuptools", "wheel", "ninja"}  # ninja: cpp_extension compiles serially without it
-    for module in setup.imports:
+    for module in [*setup.imports, *_setup_requires(tree / "setup.py")]:
         name = "setuptools" if module in ("pkg_resources", "distutils") else module
         if name not in stdlib and name not in local and name != "torch" and not name.startswith("_"):
             wanted.add(name)
     return sorted(wanted)
+
+
+def _setup_requires(setup: Path) -> list[str]:
+    """The modules of setup.py's `setup_requires=[...]`, which pip never installs: inplace-abn's setuptools_scm,
+    without which `use_scm_version` quietly makes the wheel version 0.0.0."""
+    try:
+        found = re.search(r"setup_requires\s*=\s*\[([^\]]*)\]", setup.read_text(errors="replace"))
+    except OSError:
+        return []
+    names = re.findall(r"""["']\s*([A-Za-z0-9][A-Za-z0-9._-]*)""", found.group(1)) if found else []
+    return [n.replace("-", "_") for n in names]
 
 
 def _untested_lists(facts: list[PyFacts]) -> list[str]:
