@@ -121,3 +121,14 @@ def test_an_extra_sources_commit_counts_and_none_leaves_the_identity_as_it_was(r
     other = build_identity(plan, "0" * 40, toolchain, None, {}, extra_sources={"triton": "2" * 40})
     assert len({bare.key(), one.key(), other.key()}) == 3
     assert len({bare.tree_digest(), one.tree_digest(), other.tree_digest()}) == 3
+
+
+def test_a_module_added_to_the_build_environment_builds_the_wheel_again(rocm61):
+    """requires.python is what the wheel step's environment holds (inplace-abn's setuptools_scm decides its
+    version): a changed list is a new tree digest, so the step is not skipped as done."""
+    plan = plan_of(rocm61)
+    assert plan.build_env is not None
+    more = dataclasses.replace(plan, build_env=dataclasses.replace(plan.build_env,
+                                                                   modules=(*plan.build_env.modules, "setuptools_scm")))
+    assert identity_of(more).tree_digest() != identity_of(plan).tree_digest()
+    assert "setuptools_scm" in identity_of(more).to_json()["build_env"]

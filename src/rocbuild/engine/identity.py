@@ -165,15 +165,19 @@ class BuildIdentity:
     confined: bool = False  # steps ran in a sandbox (no network, the machine read-only): never served to, nor
     # from, a build that ran without one
     extra_sources: dict[str, str] = field(default_factory=dict)  # `extra-sources:` name -> resolved commit/digest
+    # What the wheel steps' build environment holds besides the tree's own build-system.requires: a module added
+    # to requires.python (setuptools_scm, say) changes the wheel, so it builds again rather than being skipped.
+    build_env: tuple[str, ...] = ()
     rocbuild: str = __version__
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
         """JSON types throughout (tuples become lists), so a stored identity compares equal to a fresh one.
-        A recipe without extra sources leaves the field out: its keys stay what they were before it existed."""
+        The optional fields (extra sources, the build environment) are left out when empty."""
         data: dict[str, Any] = json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
-        if not data["extra_sources"]:
-            del data["extra_sources"]
+        for optional in ("extra_sources", "build_env"):
+            if not data[optional]:
+                del data[optional]
         return data
 
     def key(self) -> str:
@@ -225,6 +229,7 @@ def build_identity(plan: Plan, resolved_source: str, toolchain: Toolchain, torch
         local_label=rendered.local_label,
         confined=host.confine.on,
         extra_sources=dict(extra_sources or {}),
+        build_env=tuple(sorted(plan.build_env.modules)) if plan.build_env else (),
     )
 
 
