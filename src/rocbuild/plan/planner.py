@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -396,20 +397,25 @@ def _source(recipe: Recipe, ref: str | None, overridden: bool, source_dir: Path 
                              hint="build another tree with --source-dir DIR")
         return SdistSource.in_cache(src.sdist, cache or cache_root(), python, src.sha256)
     assert src.git is not None  # the loader requires exactly one of git, path and sdist
-    if ref is not None and not overridden:
-        try:
-            check_ref(ref, "source.ref")
-        except UsageError as exc:
-            raise RecipeError(exc.message, **_at(recipe, "source.ref"), value=ref,
-                              accepted="a branch, tag or commit id") from None
     commit = (None if overridden or not src.commit
               else r.text(src.commit, recipe.position("source.commit"), "source.commit").lower())
-    if commit is not None and not FULL_SHA_RE.match(commit):
-        raise RecipeError("source.commit renders to something that is not a whole commit id",
-                          **_at(recipe, "source.commit"), value=commit,
-                          accepted="the commit's full 40 hexadecimal digits")
+    _check_pin(None if overridden else ref, commit, "source", lambda key: _at(recipe, key))
     return GitSource(url=src.git, mirror=str(mirror_path(src.git, cache)), ref=ref, commit=commit,
                      submodules=src.submodules, ref_overridden=overridden)
+
+
+def _check_pin(ref: str | None, commit: str | None, key: str, at: Callable[[str], dict[str, Any]]) -> None:
+    """A git source's ref and commit as rendered: a ref git takes, a whole commit id. `at(KEY)`: where the
+    recipe says KEY, for the error."""
+    if ref is not None:
+        try:
+            check_ref(ref, f"{key}.ref")
+        except UsageError as exc:
+            raise RecipeError(exc.message, **at(f"{key}.ref"), value=ref,
+                              accepted="a branch, tag or commit id") from None
+    if commit is not None and not FULL_SHA_RE.match(commit):
+        raise RecipeError(f"{key}.commit renders to something that is not a whole commit id", **at(f"{key}.commit"),
+                          value=commit, accepted="the commit's full 40 hexadecimal digits")
 
 
 def _extra(recipe: Recipe, entry: ExtraSource, r: Renderer, work: WorkDirs, cache: Path | None,
@@ -427,16 +433,8 @@ def _extra(recipe: Recipe, entry: ExtraSource, r: Renderer, work: WorkDirs, cach
     assert entry.git is not None  # the loader requires one of git, path and sdist
     ref = r.text(entry.ref, entry.pos, f"{key}.ref") if entry.ref else None
     commit = r.text(entry.commit, entry.pos, f"{key}.commit").lower() if entry.commit else None
-    if commit is not None and not FULL_SHA_RE.match(commit):
-        raise RecipeError(f"{key}.commit renders to something that is not a whole commit id",
-                          file=entry.pos.file, line=entry.pos.line, column=entry.pos.column, key=f"{key}.commit",
-                          value=commit, accepted="the commit's full 40 hexadecimal digits")
-    if ref is not None:
-        try:
-            check_ref(ref, f"{key}.ref")
-        except UsageError as exc:
-            raise RecipeError(exc.message, file=entry.pos.file, line=entry.pos.line, column=entry.pos.column,
-                              key=f"{key}.ref", value=ref, accepted="a branch, tag or commit id") from None
+    pos = entry.pos
+    _check_pin(ref, commit, key, lambda k: {"file": pos.file, "line": pos.line, "column": pos.column, "key": k})
     return ExtraTree(entry.name, GitSource(url=entry.git, mirror=str(mirror_path(entry.git, cache)), ref=ref,
                                            commit=commit, submodules=entry.submodules), dest, where)
 
