@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+from rocbuild.compat import assert_never
 from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
@@ -35,13 +36,11 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
         case SetEnv():
             lines = _set_env(lines, fix, note)
         case ReplaceText():
-            lines = _append_entry(lines, "patches", fix.entry(), note, present=_has_replace(lines, fix))
+            lines = _append_entry(lines, "patches", fix.entry(), note, present=_present(lines, fix))
         case Edits():
             for edit in fix.edits:  # the comment once, above the first edit the recipe lacks
                 before = lines
-                present = (_has_replace(lines, edit) if isinstance(edit, ReplaceText) else
-                           _has_copy(lines, edit) if isinstance(edit, CopyFile) else _has_remove(lines, edit))
-                lines = _append_entry(lines, "patches", edit.entry(), note, present=present)
+                lines = _append_entry(lines, "patches", edit.entry(), note, present=_present(lines, edit))
                 note = note if lines is before else ""
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
@@ -89,22 +88,24 @@ def _append_entry(lines: list[str], key: str, entry: list[str], note: str, *, pr
     return [*lines[:end], *([f"  # {note}"] if note else []), *entry, *lines[end:]]
 
 
-def _has_replace(lines: list[str], fix: ReplaceText) -> bool:
-    """An edit of the same file with the same `find` (one find can serve several files)."""
-    text = "\n".join(lines)
-    finds = "|".join(re.escape(q) for q in (quote(fix.find), json.dumps(fix.find), fix.find))
-    return re.search(rf"file:\s*{re.escape(fix.file)}\s*\n\s*find:\s*(?:{finds})\s*$", text, re.MULTILINE) is not None
+def _present(lines: list[str], edit: ReplaceText | CopyFile | RemoveFile) -> bool:
+    """Whether the recipe already has this patch: an edit of the same file with the same `find` (one find can
+    serve several files), a copy to the same place, a removal of the same file."""
+    match edit:
+        case ReplaceText():
+            pattern = rf"file:\s*{re.escape(edit.file)}\s*\n\s*find:\s*{_written(edit.find)}\s*$"
+        case CopyFile():
+            pattern = rf"^\s*to:\s*{_written(edit.to)}\s*$"
+        case RemoveFile():
+            pattern = rf"^\s*-\s*remove:\s*{_written(edit.file)}\s*$"
+        case _:
+            assert_never(edit)
+    return re.search(pattern, "\n".join(lines), re.MULTILINE) is not None
 
 
-def _has_copy(lines: list[str], fix: CopyFile) -> bool:
-    """A copy to the same place."""
-    tos = "|".join(re.escape(q) for q in (quote(fix.to), json.dumps(fix.to), fix.to))
-    return re.search(rf"^\s*to:\s*(?:{tos})\s*$", "\n".join(lines), re.MULTILINE) is not None
-
-
-def _has_remove(lines: list[str], fix: RemoveFile) -> bool:
-    files = "|".join(re.escape(q) for q in (quote(fix.file), json.dumps(fix.file), fix.file))
-    return re.search(rf"^\s*-\s*remove:\s*(?:{files})\s*$", "\n".join(lines), re.MULTILINE) is not None
+def _written(value: str) -> str:
+    """A regex for `value` as a recipe may write it: single-quoted, JSON's double quotes, or plain."""
+    return "(?:" + "|".join(re.escape(q) for q in (quote(value), json.dumps(value), value)) + ")"
 
 
 def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
