@@ -227,3 +227,13 @@ def test_a_package_cmake_only_warned_about_is_not_taken_for_the_cause():
     # The same block as an error (find_package REQUIRED) still names it.
     required = (LOGS / "cmake-optional-then-compile.log").read_text().replace("CMake Warning at", "CMake Error at")
     assert "rocm-package-missing" in [h.trap.id for h in diagnose(required, CONTEXT).hits]
+
+
+def test_a_library_a_rocm_cmake_package_names_is_required_by_name():
+    """vLLM's configure in a Debian ROCm 7.2 root: hipSOLVER's CMake package names libhipsolver_fortran, which
+    libhipsolver-dev does not bring; the fix is requires.libraries, which --install-missing maps to its package."""
+    log = ('  CMake Error at /usr/lib/x86_64-linux-gnu/cmake/hipsolver/hipsolver-targets.cmake:101 (message):\n'
+           '    The imported target "roc::hipsolver_fortran" references the file\n\n'
+           '       "/usr/lib/x86_64-linux-gnu/libhipsolver_fortran.so.1.0"\n\n    but this file does not exist.\n')
+    hit = next(h for h in diagnose(log, CONTEXT).hits if h.trap.id == "rocm-library-missing")
+    assert hit.fix.yaml() == ["requires:", "  libraries: [hipsolver_fortran]"]

@@ -51,7 +51,7 @@ class Require:
     """Something the build needs: Python modules for the build environment, or ROCm CMake packages and
     headers (which --install-missing brings into a build root)."""
 
-    key: Literal["python", "cmake-packages", "headers"]
+    key: Literal["python", "cmake-packages", "headers", "libraries"]
     names: tuple[str, ...]
 
     def yaml(self) -> list[str]:

@@ -630,6 +630,13 @@ TRAPS: tuple[Trap, ...] = (
                              r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r")\b)(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
                              r"(?:file not found|No such file)"),
          draft=False, fixes="a build requirement"),
+    Trap("rocm-library-missing", "a library a ROCm CMake package names is not installed",
+         "a distribution may ship a library a ROCm CMake package's targets name apart from its -dev package (Debian's "
+         "hipSOLVER names libhipsolver_fortran, which only libhipsolver-fortran1 holds); --install-missing brings "
+         "what requires.libraries names into a root",
+         lambda _f, failure: Require("libraries", (failure.value,)) if failure and failure.value else None,
+         log=(r'The imported target "(?:\w+::)?(?P<value>\w+)" references the file',),
+         draft=False, fixes="a build requirement"),
     Trap("compiler-killed", "a compiler killed by signal 9",
          "most often out of memory: too many parallel compile jobs for the memory one job takes",
          _memory, log=(r"Killed signal terminated program", r"unable to execute command: Killed",
