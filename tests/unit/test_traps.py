@@ -3,6 +3,7 @@ recipes (which the recipe loader must then accept)."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -462,3 +463,77 @@ def test_a_setup_py_that_scans_its_folder_gets_the_kernel_file_moved_without_nam
     (hit,) = [h for h in in_build_files(BuildFiles.read(tree(tmp_path, scanning))) if h.trap.id == "hipify-name-collision"]
     assert hit.evidence.where == "setup.py:5"
     assert [type(e).__name__ for e in hit.fix.edits] == ["CopyFile", "RemoveFile"]
+
+
+def _apply_draft_patches(t: Path, text: str) -> None:
+    from rocbuild.engine.patch import apply_replace
+    from rocbuild.plan.model import ReplacePatch
+
+    for p in yaml.safe_load(text)["patches"]:
+        if "replace" in p:
+            r = p["replace"]
+            apply_replace(ReplacePatch(file=r["file"], find=r["find"], replacement=r["with"], regex=r.get("regex", False),
+                                       count=None, where="test"), t)
+
+
+# rotary-emb 0.5.2's shape (apex's setup.py): CUDA's version from `nvcc -V`, -gencode appended a statement at a time.
+APEX = '''\
+import subprocess
+from packaging.version import parse, Version
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension, CUDA_HOME
+
+
+def get_cuda_bare_metal_version(cuda_dir):
+    raw_output = subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True)
+    output = raw_output.split()
+    release_idx = output.index("release") + 1
+    return raw_output, parse(output[release_idx].split(",")[0])
+
+
+cc_flag = []
+_, bare_metal_version = get_cuda_bare_metal_version(CUDA_HOME)
+if bare_metal_version < Version("11.0"):
+    raise RuntimeError("only supported on CUDA 11 and above")
+cc_flag.append("-gencode")
+cc_flag.append("arch=compute_80,code=sm_80")
+if bare_metal_version >= Version("11.8"):
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_90,code=sm_90")
+nvcc = ["-O3", "--use_fast_math"] + cc_flag
+'''
+
+
+def test_an_apex_style_nvcc_version_probe_gets_nvccs_answer_and_appended_flags_become_pass(tmp_path):
+    t = tree(tmp_path / "src", {"setup.py": APEX + "CUDAExtension('r', ['r.cpp', 'k.cu'])\n", "k.cu": "", "r.cpp": ""})
+    ids = [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "nvcc-version-probe" in ids and "cuda-flag-for-hipcc" in ids
+    _apply_draft_patches(t, draft_recipe("r", "r==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    code = (t / "setup.py").read_text()
+    assert "nvcc" not in code.split("def get_cuda_bare_metal_version")[1].split("\n\n")[0]
+    # What is left runs: the version tests pass on the answer, and no CUDA flag (nor an empty append) remains.
+    from packaging.version import Version, parse
+
+    space: dict[str, object] = {"parse": parse, "Version": Version, "CUDA_HOME": None, "CUDAExtension": lambda *a: a}
+    exec(compile("\n".join(line for line in code.splitlines() if "import" not in line), "setup.py", "exec"), space)
+    assert space["bare_metal_version"] == Version("12.4") and space["nvcc"] == ["-O3"] and space["cc_flag"] == []
+
+
+def test_exec_into_a_functions_locals_gets_a_dict_of_its_own(tmp_path):
+    # cumcubes 0.0.3's get_version (OpenMMLab's shape), which raises KeyError from Python 3.13 on
+    setup = ("import os\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+             "def get_version():\n    version_file = os.path.join('pkg', 'version.py')\n"
+             "    with open(version_file, 'r', encoding='utf-8') as f:\n"
+             "        exec(compile(f.read(), version_file, 'exec'))\n    return locals()['__version__']\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "pkg/version.py": "__version__ = '0.0.3'\n", "k.cu": ""})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "exec-into-locals"]
+    assert hit.evidence.where == "setup.py:7"
+    _apply_draft_patches(t, draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    code = "\n".join(line for line in (t / "setup.py").read_text().splitlines() if "torch" not in line)
+    space: dict[str, object] = {}
+    exec(compile(code, "setup.py", "exec"), space)
+    cwd = os.getcwd()
+    try:
+        os.chdir(t)
+        assert space["get_version"]() == "0.0.3"  # type: ignore[operator]
+    finally:
+        os.chdir(cwd)

@@ -8,6 +8,7 @@ read text and codes only: this module imports neither verify nor the engine."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -194,6 +195,56 @@ def nvcc_probe(files: BuildFiles) -> Evidence | None:
     return None
 
 
+# What `nvcc -V` prints, as a stand-in for the call that asks it: CUDA 12.4 passes the version tests apex's
+# setup.py and its copies make (>= 11.0 to build at all, >= 11.2 for --threads) without claiming the newest.
+NVCC_ANSWER = "Cuda compilation tools, release 12.4, V12.4.131"
+
+
+def nvcc_version_probe(files: BuildFiles) -> Evidence | None:
+    """setup.py asks nvcc for CUDA's version (`subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], ...)`,
+    apex's get_cuda_bare_metal_version and its copies): there is no nvcc, and CUDA_HOME is None on a ROCm torch."""
+    if files.torch is None:
+        return None
+    for number, line in enumerate(files.setup, 1):
+        call = re.search(r"""subprocess\.check_output\(\s*\[[^\]]*nvcc["'][^\]]*["'](?:-V|--version)["']\s*\][^()]*\)""",
+                         line)
+        if call:
+            text = re.search(r"universal_newlines\s*=\s*True|text\s*=\s*True|encoding\s*=", call.group(0))
+            answer = f'"{NVCC_ANSWER}"' if text else f'b"{NVCC_ANSWER}"'
+            return Evidence(f"setup.py:{number}", line.strip(), f"{call.group(0)}|{answer}", "setup.py")
+    return None
+
+
+def exec_into_locals(files: BuildFiles) -> Evidence | None:
+    """setup.py runs `exec(code)` in a function, then reads what it defined from `locals()[...]` (the version,
+    in OpenMMLab's setup.py and its copies): from Python 3.13 (PEP 667) exec writes into a snapshot of the
+    function's locals, and the read raises KeyError."""
+    found: list[SourceEdit] = []
+    for number, line in enumerate(files.setup, 1):
+        call = _lone_exec(line)
+        reads = [(n, text.strip()) for n, text in enumerate(files.setup[number:number + 6], number + 1)
+                 if "locals()[" in text]
+        if call is None or not reads:
+            continue
+        found.append(SourceEdit("setup.py", number, line.strip(), line.strip(),
+                                f"_exec_ns = {{}}; exec({call}, _exec_ns)", False))
+        found += [SourceEdit("setup.py", n, text, text, text.replace("locals()[", "_exec_ns["), False) for n, text in reads]
+    return _in_sources(found)
+
+
+def _lone_exec(line: str) -> str | None:
+    """The code of an `exec(code)` statement with no namespace of its own."""
+    try:
+        tree = ast.parse(line.strip())
+    except SyntaxError:
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "exec" and len(node.value.args) == 1 and not node.value.keywords):
+        return None
+    return ast.get_source_segment(line.strip(), node.value.args[0])
+
+
 # nvcc's options that take their value as the next argument.
 VALUE_OPTIONS = frozenset({"--threads", "-t", "--maxrregcount", "-maxrregcount", "--gpu-architecture", "-arch",
                            "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas", "--ptxas-options",
@@ -314,8 +365,9 @@ def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
     """CUDA-only nvcc flags (--use_fast_math, -Xptxas, ...) that setup.py surely hands hipcc: in its HIP branch,
     or anywhere when it never tests for HIP."""
     flags = [(flag, where) for flag, where in (files.torch.hip_flags if files.torch else []) if where.startswith("setup.py:")]
-    drops = [(flag, where, _drop_flag(Evidence(where, flag, flag, "setup.py"), None)) for flag, where in flags]
-    found = tuple(SourceEdit("setup.py", int(where.split(":")[1]), flag, fix.find, "", True)
+    drops = [(flag, where, _drop_flag(Evidence(where, files.setup[int(where.split(":")[1]) - 1], flag, "setup.py"), None))
+             for flag, where in flags]
+    found = tuple(SourceEdit("setup.py", int(where.split(":")[1]), flag, fix.find, fix.with_, True)
                   for flag, where, fix in drops if isinstance(fix, ReplaceText))
     if not found:
         return None
@@ -473,8 +525,23 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
     value = r"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
+    # apex's setup.py and its copies append a flag and its value one statement each
+    # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
+    # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
+    says = f"drop {files.value}{' and its value' if value else ''} from {files.file}"
+    statement = rf"""\w+\.append\(\s*["']{flag}["']\s*\)"""
+    if re.search(statement, files.text):
+        pair = r"""(?:[ \t]*\n[ \t]*\w+\.append\(\s*["'][^-"'][^"']*["']\s*\))?""" if value else ""
+        return ReplaceText(files.file, statement + pair, "pass", regex=True, says=says)
     return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']{value}|["']{flag}["']{value}\s*,?\s*)""", "",
-                       regex=True, says=f"drop {files.value}{' and its value' if value else ''} from {files.file}")
+                       regex=True, says=says)
+
+
+def _nvcc_answer(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    call, _, answer = files.value.partition("|")
+    return ReplaceText(files.file, call, answer, says=f"nvcc's version answer in place of asking it ({files.where})")
 
 
 def _drop_pair(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -566,6 +633,17 @@ TRAPS: tuple[Trap, ...] = (
               r"'(?P<value>lerp)'.*declaration conflicts with target of using declaration",
               r"declaration conflicts with target of using declaration already in scope"),
          files=vector_helpers_defined, fixes="replace edits", names="vector type"),
+    Trap("nvcc-version-probe", "nvcc asked for CUDA's version",
+         "apex's setup.py and its copies run `nvcc -V` from CUDA_HOME to test CUDA's version, and fail with no nvcc "
+         "(CUDA_HOME is None on a ROCm torch); the call is replaced by what nvcc 12.4 answers, and hipcc compiles",
+         _nvcc_answer, log=(r'File "[^"]*", line \d+, in get_cuda_bare_metal_version$',
+                            r"FileNotFoundError: .*'[^']*/bin/nvcc'"),
+         files=nvcc_version_probe, fixes="a replace edit"),
+    Trap("exec-into-locals", "exec() into a function's locals, read back from locals()",
+         "from Python 3.13 (PEP 667) exec() in a function writes into a snapshot of its locals, so `exec(code)` then "
+         "`locals()['__version__']` raises KeyError: exec gets a dict of its own to write into and read from",
+         _source_edits("exec into a dict of its own, read back from it"), log=(r"KeyError: '(?P<value>__\w+__)'",),
+         files=exec_into_locals, fixes="replace edits"),
     Trap("rocm-selector-unset", "the variable that selects the ROCm path left unset",
          "setup.py takes its ROCm path only when a variable says so; otherwise it reads torch.version.cuda, "
          "None on a ROCm torch",
@@ -624,10 +702,24 @@ TRAPS: tuple[Trap, ...] = (
          "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
          lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found"),
          after_failure=cmake_cuda_only, draft=False, fixes="by hand"),
+    Trap("torch-thc-removed", "a header of torch's THC, removed in torch 1.11",
+         "torch 1.11 removed THC (THH once hipified): THC.h and its macros (THCudaCheck, THCState) are gone, and "
+         "their ATen counterparts (at::cuda::getCurrentCUDAStream, C10_CUDA_CHECK) take their place in a port by "
+         "hand; no package brings it back",
+         lambda _f, _e: None, log=(r"fatal error: '?(?P<value>TH[CH]/TH[CH]\w*\.(?:h|cuh))'?:? (?:file not found"
+                                   r"|No such file)",),
+         draft=False, fixes="by hand", names="header"),
+    Trap("sdist-incomplete", "the sdist lacks a file its setup.py reads",
+         "an sdist holds only what its MANIFEST.in (or setuptools' defaults) put in: a setup.py may name CUDA sources, a "
+         "requirements.txt or a package folder that were never packed; no edit brings them: build from the project's "
+         "git tag instead (`source: git:` with its `ref:`)",
+         lambda _f, _e: None, log=(r"FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<value>[^'/][^']*|[^']+\.(?:cuh?|cpp|cc|hp?p?))'",
+                                   r"error: package directory '(?P<value>[^']+)' does not exist"),
+         draft=False, fixes="by hand", names="file"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
-                             r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r")\b)(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
+                             r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r"|TH[CH]/[\w.]+)\b)(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
                              r"(?:file not found|No such file)"),
          draft=False, fixes="a build requirement"),
     Trap("rocm-library-missing", "a library a ROCm CMake package names is not installed",
