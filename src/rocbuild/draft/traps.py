@@ -713,13 +713,15 @@ TRAPS: tuple[Trap, ...] = (
          "an sdist holds only what its MANIFEST.in (or setuptools' defaults) put in: a setup.py may name CUDA sources, a "
          "requirements.txt or a package folder that were never packed; no edit brings them: build from the project's "
          "git tag instead (`source: git:` with its `ref:`)",
-         lambda _f, _e: None, log=(r"FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<value>[^'/][^']*|[^']+\.(?:cuh?|cpp|cc|hp?p?))'",
+         lambda _f, _e: None, log=(r"FileNotFoundError: \[Errno 2\] No such file or directory: "
+                                   r"'(?P<value>[^'/][^']*|[^']+\.(?:cuh?|cpp|cc|hp?p?))'",
                                    r"error: package directory '(?P<value>[^']+)' does not exist"),
          draft=False, fixes="by hand", names="file"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
-                             r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r"|TH[CH]/[\w.]+)\b)(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
+                             r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r"|TH[CH]/[\w.]+)\b)"
+                             r"(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
                              r"(?:file not found|No such file)"),
          draft=False, fixes="a build requirement"),
     Trap("rocm-library-missing", "a library a ROCm CMake package names is not installed",
