@@ -219,10 +219,11 @@ def test_after_a_cpu_only_build_a_force_variable_left_unset_for_its_cuda_flags_i
              "WITH_CUDA = force or (torch.version.cuda is not None and CUDA_HOME is not None)\n"
              "args = {'cxx': ['-O3']}\nif WITH_CUDA:\n    args['nvcc'] = ['-O3', '--use_fast_math']\n")
     files = BuildFiles.read(tree(tmp_path, {"setup.py": setup}))
-    # the draft drops the flag hipcc would refuse (dbscan-torch's third try met it), and leaves FORCE_CUDA unset
-    assert [h.trap.id for h in in_build_files(files)] == ["cuda-flag-for-hipcc"]
+    # the draft drops the flag hipcc would refuse (dbscan-torch's third try met it), leaves FORCE_CUDA unset,
+    # and makes the tests of CUDA's toolkit pass (so it takes the CUDA branch without the force variable)
+    assert [h.trap.id for h in in_build_files(files)] == ["cuda-toolkit-test", "cuda-flag-for-hipcc"]
     hits = in_findings([("cpu_only", "x.whl: has no HIP device code")], files)
-    assert [(h.trap.id, h.fix) for h in hits] == [("force-variable-unset", SetEnv("FORCE_CUDA", "1"))]
+    assert (hits[0].trap.id, hits[0].fix) == ("force-variable-unset", SetEnv("FORCE_CUDA", "1"))
 
 
 def test_fixes_written_into_every_shipped_recipe_keep_it_a_recipe(tmp_path):
@@ -537,3 +538,41 @@ def test_exec_into_a_functions_locals_gets_a_dict_of_its_own(tmp_path):
         assert space["get_version"]() == "0.0.3"  # type: ignore[operator]
     finally:
         os.chdir(cwd)
+
+
+def test_a_removed_torch_macro_is_renamed_in_every_source_that_calls_it(tmp_path):
+    # modulated-deform-conv 1.0.2: AT_CHECK (removed in torch 1.5) in two kernel files; a name that merely
+    # contains it is left alone
+    from rocbuild.draft.fixes import Edits
+
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+             "setup(name='m', ext_modules=[CUDAExtension('m', ['a.cu', 'b.cu'])], cmdclass={'build_ext': BuildExtension})\n")
+    a = "void f(at::Tensor x) {\n  AT_CHECK(x.is_contiguous(), \"x\");\n  AT_CHECK (x.dim() == 4, \"4d\");\n}\n"
+    b = "#define MY_AT_CHECK(c) c\nvoid g(at::Tensor y) { AT_CHECK(y.is_cuda(), \"y\"); MY_AT_CHECK(1); }\n"
+    t = tree(tmp_path / "src", {"setup.py": setup, "a.cu": a, "b.cu": b})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "torch-api-renamed"]
+    assert hit.evidence.where == "a.cu:2" and isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
+    _apply_draft_patches(t, draft_recipe("m", "m==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert (t / "a.cu").read_text().count("TORCH_CHECK") == 2 and "AT_CHECK" not in (t / "a.cu").read_text()
+    assert "TORCH_CHECK(y.is_cuda()" in (t / "b.cu").read_text() and "MY_AT_CHECK(1)" in (t / "b.cu").read_text()
+
+
+def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
+    # torch-ms-deform-attn 0.1.1: FORCE_CUDA, then a refusal unless CUDA_HOME and torch.version.cuda are set
+    setup = ("import os, torch\nfrom torch.utils.cpp_extension import CUDA_HOME, CUDAExtension, CppExtension\n"
+             "force_cuda = os.getenv('FORCE_CUDA', '0') == '1'\n"
+             "if force_cuda and (CUDA_HOME is None or torch.version.cuda is None):\n"
+             "    raise RuntimeError('FORCE_CUDA requires a CUDA-enabled PyTorch and CUDA toolkit')\n"
+             "with_cuda = CUDA_HOME is not None and torch.version.cuda is not None and (\n"
+             "    force_cuda or torch.cuda.is_available())\n"
+             "ext = CUDAExtension('x', ['k.cu']) if with_cuda else CppExtension('x', ['k.cpp'])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "", "k.cpp": ""})
+    hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t))}
+    assert "cuda-toolkit-test" in hits and "force-variable-unset" in hits
+    _apply_draft_patches(t, draft_recipe("x", "x==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    code = (t / "setup.py").read_text()
+    assert "if force_cuda and (False or False):" in code and "with_cuda = True and True and" in code
+    # With a ROCm path of its own, setup.py's tests are its business.
+    rocm = setup.replace("force_cuda = ", "IS_ROCM = torch.version.hip is not None\nforce_cuda = ")
+    rocm_files = BuildFiles.read(tree(tmp_path / "r", {"setup.py": rocm, "k.cu": ""}))
+    assert "cuda-toolkit-test" not in {h.trap.id for h in in_build_files(rocm_files)}

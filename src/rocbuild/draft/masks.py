@@ -110,6 +110,24 @@ def _cast(match: re.Match[str]) -> str:
     return f"{text[:start]}reinterpret_cast<const void*>({match.group('kernel')}){text[end:]}"
 
 
+# torch's C++ names removed since, each with the one that took its place and means the same.
+RENAMED_TORCH_API = {"AT_CHECK": "TORCH_CHECK"}  # removed in torch 1.5
+RENAMED = re.compile(r"\b(?P<name>" + "|".join(RENAMED_TORCH_API) + r")\b(?=\s*\()")
+
+
+def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that calls one of torch's removed names (AT_CHECK), as one regex edit to its new name."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        for name in dict.fromkeys(m.group("name") for m in RENAMED.finditer(text)):
+            first = re.search(rf"\b{name}\b(?=\s*\()", text)
+            assert first is not None
+            line = text.splitlines()[_line(text, first.start()) - 1].strip()
+            found.append(SourceEdit(rel, _line(text, first.start()), line, rf"\b{name}\b(?=\s*\()",
+                                    RENAMED_TORCH_API[name], True))
+    return found
+
+
 def read_sources(tree: Path) -> dict[str, str]:
     """The tree's sources (sources()) as relative path -> text, read once for every detector."""
     texts: dict[str, str] = {}

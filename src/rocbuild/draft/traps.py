@@ -36,6 +36,7 @@ from rocbuild.draft.masks import (
     hipified,
     kernel_pointers,
     read_sources,
+    renamed_torch_api,
     vector_helpers,
 )
 from rocbuild.draft.pysrc import EnvRead, read_python
@@ -171,6 +172,31 @@ def gpu_probe(files: BuildFiles) -> Evidence | None:
     return None
 
 
+# What a ROCm torch says to a setup.py that tests for CUDA's toolkit: neither is set, and cpp_extension
+# hipifies and compiles the CUDA sources all the same.
+TOOLKIT_TESTS = {"CUDA_HOME is not None": "True", "torch.version.cuda is not None": "True",
+                 "CUDA_HOME is None": "False", "torch.version.cuda is None": "False"}
+
+
+def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
+    """setup.py (with no ROCm path of its own) builds its CUDA extension only where CUDA_HOME or
+    torch.version.cuda is set; a test gpu-probe-at-build already turns true is left to it. `CUDA_HOME is not
+    None` alone is not enough: beside a GPU probe it is that trap's, and in `(probe and CUDA_HOME is not None)
+    or force` the force variable suffices."""
+    if files.torch is None or files.torch.rocm_aware:
+        return None
+    if not any(t in line for line in files.setup for t in list(TOOLKIT_TESTS)[1:]):
+        return None
+    probe = gpu_probe(files)
+    taken = set(probe.value.split("|")) if probe and probe.value else set()
+    found = [(n, line) for n, line in enumerate(files.setup, 1)
+             if any(t in line and t not in taken for t in TOOLKIT_TESTS) and not line.lstrip().startswith("#")]
+    if not found:
+        return None
+    tests = [t for t in TOOLKIT_TESTS if t not in taken and any(t in line for _, line in found)]
+    return Evidence(f"setup.py:{found[0][0]}", found[0][1].strip(), "|".join(tests), "setup.py")
+
+
 def force_any(files: BuildFiles) -> Evidence | None:
     """After a CPU-only build: any force variable setup.py reads, even one the draft left unset because its
     branch passes CUDA-only flags (the failure those flags then meet has a trap of its own)."""
@@ -272,6 +298,11 @@ def cuda_headers(files: BuildFiles) -> Evidence | None:
     """An include of a CUDA-only header hipify leaves as it is (device_atomic_functions.h, ...), in any
     C++/CUDA source of the tree."""
     return _in_sources(cuda_includes(files.sources, CUDA_HEADERS))
+
+
+def renamed_api(files: BuildFiles) -> Evidence | None:
+    """A call of a torch C++ name removed since (AT_CHECK, torch 1.5), in any C++/CUDA source of the tree."""
+    return _in_sources(renamed_torch_api(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -472,6 +503,15 @@ def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None
                             "(CUDA_HOME is None on a ROCm torch)")
 
 
+def _toolkit_tests(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or not files.value or files.file is None:
+        return None
+    tests = files.value.split("|")
+    edits = tuple(ReplaceText("setup.py", t, TOOLKIT_TESTS[t]) for t in tests)
+    return Edits(edits, "setup.py's tests of CUDA_HOME and torch.version.cuda pass: its CUDA branch is taken, which "
+                        "torch hipifies")
+
+
 def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None or files.file is None:
         return None
@@ -596,6 +636,11 @@ TRAPS: tuple[Trap, ...] = (
                            r"module 'torch' has no attribute 'has_cuda'"),
          findings=CPU_ONLY,
          files=gpu_probe, fixes="a replace edit"),
+    Trap("cuda-toolkit-test", "CUDA's toolkit asked for by setup.py",
+         "setup.py builds its CUDA extension only where CUDA_HOME or torch.version.cuda is set, and both are None "
+         "on a ROCm torch, whose cpp_extension hipifies and compiles the same sources: the tests are made to pass",
+         _toolkit_tests, log=(r"(?i)requires? (?:a )?CUDA[- ]enabled (?:PyTorch|torch)",), findings=CPU_ONLY,
+         files=cuda_toolkit_tests, fixes="replace edits"),
     Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
          "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
          _hipcc_for_nvcc, findings=CPU_ONLY,
@@ -612,6 +657,12 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
              re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
          files=cuda_headers, fixes="replace edits"),
+    Trap("torch-api-renamed", "a torch C++ name removed since, which has a successor",
+         "older extensions call torch macros that were removed (AT_CHECK, gone in torch 1.5); the name that took "
+         "its place (TORCH_CHECK) takes the same arguments, so each file gets one edit",
+         _source_edits("call torch's current names"), log=(r"use of undeclared identifier '(?P<value>AT_CHECK)'",
+                                                           r"'(?P<value>AT_CHECK)' was not declared in this scope"),
+         files=renamed_api, fixes="replace edits", names="removed name"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
