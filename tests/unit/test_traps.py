@@ -576,3 +576,22 @@ def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     rocm = setup.replace("force_cuda = ", "IS_ROCM = torch.version.hip is not None\nforce_cuda = ")
     rocm_files = BuildFiles.read(tree(tmp_path / "r", {"setup.py": rocm, "k.cu": ""}))
     assert "cuda-toolkit-test" not in {h.trap.id for h in in_build_files(rocm_files)}
+
+
+def test_an_nvcc_asked_for_its_version_and_found_on_path_gets_both_fixes_in_an_order_that_applies(tmp_path):
+    # fussim 0.3.1: `nvcc --version` (bytes) read for CUDA's version, `shutil.which("nvcc")` for the build, and
+    # -gencode flags appended as f-strings
+    setup = ("import shutil, subprocess\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+             "def get_cuda_version():\n"
+             "    output = subprocess.check_output([\"nvcc\", \"--version\"], stderr=subprocess.STDOUT)\n"
+             "    return output.decode('utf-8')\n\n"
+             "nvcc_path = shutil.which(\"nvcc\")\nflags = ['-O3']\nfor arch_num in ['80', '90']:\n"
+             "    flags.append(f\"-gencode=arch=compute_{arch_num},code=sm_{arch_num}\")\n"
+             "CUDAExtension('f', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    ids = [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert ids.index("nvcc-version-probe") < ids.index("nvcc-probe") and "cuda-flag-for-hipcc" in ids
+    _apply_draft_patches(t, draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"]))  # each edit finds its text
+    code = (t / "setup.py").read_text()
+    assert 'output = b"Cuda compilation tools, release 12.4' in code and 'shutil.which("hipcc")' in code
+    assert "-gencode" not in code and "]:\n    pass\n" in code

@@ -210,20 +210,22 @@ def force_any(files: BuildFiles) -> Evidence | None:
     return Evidence(var.where, f"{var.name} read at {var.where}", f"{var.name}={on}")
 
 
+# What `nvcc -V` prints, as a stand-in for the call that asks it: CUDA 12.4 passes the version tests apex's
+# setup.py and its copies make (>= 11.0 to build at all, >= 11.2 for --threads) without claiming the newest.
+NVCC_ANSWER = "Cuda compilation tools, release 12.4, V12.4.131"
+NVCC_VERSION_CALL = re.compile(r"""subprocess\.check_output\(\s*\[[^\]]*nvcc["'][^\]]*["'](?:-V|--version)["']\s*\][^()]*\)""")
+
+
 def nvcc_probe(files: BuildFiles) -> Evidence | None:
     """setup.py runs nvcc to decide whether to build its CUDA extension (ROCm has none, so it builds CPU-only)."""
     if files.torch is None:
         return None
     for number, line in enumerate(files.setup, 1):
         match = re.search(r"""(["'])nvcc\1""", line)
-        if match and re.search(r"\b(?:call|run|check_output|check_call|Popen|which)\b", line):
+        if match and re.search(r"\b(?:call|run|check_output|check_call|Popen|which)\b", line) \
+                and not NVCC_VERSION_CALL.search(line):  # a version asked for: nvcc-version-probe answers it
             return Evidence(f"setup.py:{number}", line.strip(), match.group(0), "setup.py")
     return None
-
-
-# What `nvcc -V` prints, as a stand-in for the call that asks it: CUDA 12.4 passes the version tests apex's
-# setup.py and its copies make (>= 11.0 to build at all, >= 11.2 for --threads) without claiming the newest.
-NVCC_ANSWER = "Cuda compilation tools, release 12.4, V12.4.131"
 
 
 def nvcc_version_probe(files: BuildFiles) -> Evidence | None:
@@ -232,8 +234,7 @@ def nvcc_version_probe(files: BuildFiles) -> Evidence | None:
     if files.torch is None:
         return None
     for number, line in enumerate(files.setup, 1):
-        call = re.search(r"""subprocess\.check_output\(\s*\[[^\]]*nvcc["'][^\]]*["'](?:-V|--version)["']\s*\][^()]*\)""",
-                         line)
+        call = NVCC_VERSION_CALL.search(line)
         if call:
             text = re.search(r"universal_newlines\s*=\s*True|text\s*=\s*True|encoding\s*=", call.group(0))
             answer = f'"{NVCC_ANSWER}"' if text else f'b"{NVCC_ANSWER}"'
@@ -561,7 +562,9 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
         return None
     if failure is not None and failure.value and failure.value != files.value:
         return None  # the flag clang refused is not the one the build files hold
-    flag = re.escape(files.value).replace("\\-", "-")  # a dash needs no escape outside [...]
+    # A dash needs no escape outside [...]; `{}` is where the reading found an f-string's field (`{arch}`).
+    flag = re.escape(files.value).replace("\\-", "-").replace(r"\{\}", r"\{[^{}\"']*\}")
+    quote = r"""[rfbRFB]{0,2}["']"""  # an f-string's prefix and its quote
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
     value = r"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
@@ -569,11 +572,11 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
     # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
     says = f"drop {files.value}{' and its value' if value else ''} from {files.file}"
-    statement = rf"""\w+\.append\(\s*["']{flag}["']\s*\)"""
+    statement = rf"""\w+\.append\(\s*{quote}{flag}["']\s*\)"""
     if re.search(statement, files.text):
         pair = r"""(?:[ \t]*\n[ \t]*\w+\.append\(\s*["'][^-"'][^"']*["']\s*\))?""" if value else ""
         return ReplaceText(files.file, statement + pair, "pass", regex=True, says=says)
-    return ReplaceText(files.file, rf"""(?:,\s*["']{flag}["']{value}|["']{flag}["']{value}\s*,?\s*)""", "",
+    return ReplaceText(files.file, rf"""(?:,\s*{quote}{flag}["']{value}|{quote}{flag}["']{value}\s*,?\s*)""", "",
                        regex=True, says=says)
 
 
@@ -641,6 +644,12 @@ TRAPS: tuple[Trap, ...] = (
          "on a ROCm torch, whose cpp_extension hipifies and compiles the same sources: the tests are made to pass",
          _toolkit_tests, log=(r"(?i)requires? (?:a )?CUDA[- ]enabled (?:PyTorch|torch)",), findings=CPU_ONLY,
          files=cuda_toolkit_tests, fixes="replace edits"),
+    Trap("nvcc-version-probe", "nvcc asked for CUDA's version",
+         "apex's setup.py and its copies run `nvcc -V` from CUDA_HOME to test CUDA's version, and fail with no nvcc "
+         "(CUDA_HOME is None on a ROCm torch); the call is replaced by what nvcc 12.4 answers, and hipcc compiles",
+         _nvcc_answer, log=(r'File "[^"]*", line \d+, in get_cuda_bare_metal_version$',
+                            r"FileNotFoundError: .*'[^']*/bin/nvcc'"),
+         files=nvcc_version_probe, fixes="a replace edit"),
     Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
          "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
          _hipcc_for_nvcc, findings=CPU_ONLY,
@@ -684,12 +693,6 @@ TRAPS: tuple[Trap, ...] = (
               r"'(?P<value>lerp)'.*declaration conflicts with target of using declaration",
               r"declaration conflicts with target of using declaration already in scope"),
          files=vector_helpers_defined, fixes="replace edits", names="vector type"),
-    Trap("nvcc-version-probe", "nvcc asked for CUDA's version",
-         "apex's setup.py and its copies run `nvcc -V` from CUDA_HOME to test CUDA's version, and fail with no nvcc "
-         "(CUDA_HOME is None on a ROCm torch); the call is replaced by what nvcc 12.4 answers, and hipcc compiles",
-         _nvcc_answer, log=(r'File "[^"]*", line \d+, in get_cuda_bare_metal_version$',
-                            r"FileNotFoundError: .*'[^']*/bin/nvcc'"),
-         files=nvcc_version_probe, fixes="a replace edit"),
     Trap("exec-into-locals", "exec() into a function's locals, read back from locals()",
          "from Python 3.13 (PEP 667) exec() in a function writes into a snapshot of its locals, so `exec(code)` then "
          "`locals()['__version__']` raises KeyError: exec gets a dict of its own to write into and read from",
