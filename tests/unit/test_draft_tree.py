@@ -48,3 +48,18 @@ def test_a_project_without_a_hip_switch_says_so(tmp_path):
     text = draft_recipe("z", "z==3.0", "0" * 64, read_tree(t))
     assert "# DRAFT: no known HIP/ROCm switch in its build files" in text
     assert "env:" not in text and yaml.safe_load(text)["steps"] == [{"wheel": {}}]
+
+
+def test_a_pure_python_sdist_compiles_nothing_and_any_source_or_extension_says_otherwise(tmp_path):
+    from rocbuild.draft.tree import compiles_nothing
+
+    # torch-pconv 0.1.1: a torch package with no extension at all
+    plain = {"setup.py": "from setuptools import setup\nsetup(name='p', packages=['p'])\n", "p/__init__.py": ""}
+    assert compiles_nothing(tree(tmp_path / "plain", plain))
+    assert not compiles_nothing(tree(tmp_path / "cu", {**plain, "p/k.cu": "__global__ void k() {}\n"}))
+    assert not compiles_nothing(tree(tmp_path / "pyx", {**plain, "p/fast.pyx": "def f(): pass\n"}))
+    ext = {"setup.py": "from setuptools import setup, Extension\nsetup(ext_modules=[Extension('m', ['m.c'])])\n"}
+    assert not compiles_nothing(tree(tmp_path / "ext", ext))
+    assert not compiles_nothing(tree(tmp_path / "cmake", {**plain, "CMakeLists.txt": "project(p)\n"}))
+    # what a build left (build/) is not the package's own
+    assert compiles_nothing(tree(tmp_path / "built", {**plain, "build/temp/x.cpp": "int x;\n"}))

@@ -179,7 +179,7 @@ def draft_text(name: str, requirement: str, archs: list[str]) -> str:
     import tempfile
 
     from rocbuild.draft.torch_text import draft_notes
-    from rocbuild.draft.tree import draft_recipe, read_tree
+    from rocbuild.draft.tree import compiles_nothing, draft_recipe, read_tree
     from rocbuild.paths import cache_root
     from rocbuild.progress import Progress
     from rocbuild.source.sdist import fetch_sdist
@@ -193,6 +193,11 @@ def draft_text(name: str, requirement: str, archs: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="rocbuild-draft-") as tmp:
         sha256 = fetch_sdist(spec, Path(tmp) / "src", lambda line: say(f"    {line}"))
         reading = read_tree(Path(tmp) / "src")
+        if compiles_nothing(Path(tmp) / "src"):
+            raise UsageError(f"{requirement} compiles nothing: its sdist holds no C, C++, CUDA or HIP source, no "
+                             "extension module and no CMake project (a pure-Python package, one wheel for every "
+                             "machine), so there is nothing to build for an AMD GPU",
+                             hint=f"install it as it is: pip install {requirement}")
     for note in reading.notes + (draft_notes(reading.torch, archs, reading.requires) if reading.torch else []):
         say(f"note: {note}")
     return draft_recipe(name, requirement, sha256, reading, archs)

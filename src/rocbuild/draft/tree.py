@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rocbuild.compat import tomllib
 from rocbuild.draft.edit import apply_fix
+from rocbuild.draft.masks import SKIP_DIRS, sources
 from rocbuild.draft.pysrc import read_python
 from rocbuild.draft.torch_reading import TorchReading, missing_submodules, read_torch
 from rocbuild.draft.torch_text import torch_draft
@@ -79,6 +80,22 @@ def read_tree(tree: Path) -> Reading:
         reading.notes.append("no [build-system] in pyproject.toml: pip falls back to setuptools (setup.py)")
     reading.traps = in_build_files(BuildFiles.read(tree, reading.torch))  # torch was read above
     return reading
+
+
+# What a build may compile besides C/C++/CUDA/HIP sources (masks.SOURCES): C, Cython, Rust, Fortran.
+OTHER_SOURCES = (".c", ".pyx", ".rs", ".f", ".f90")
+
+
+def compiles_nothing(tree: Path) -> bool:
+    """A tree with no source any compiler takes, no CMake project and no extension in setup.py: a pure-Python
+    package, the same wheel for every machine, which rocbuild has nothing to build for a GPU."""
+    if (tree / "CMakeLists.txt").is_file() or (tree / "Cargo.toml").is_file() or sources(tree):
+        return False
+    if any(p.suffix in OTHER_SOURCES for p in tree.rglob("*") if not SKIP_DIRS & set(p.relative_to(tree).parts)):
+        return False
+    setup = tree / "setup.py"
+    text = setup.read_text(errors="replace") if setup.is_file() else ""
+    return not re.search(r"\bext_modules\b|Extension\s*\(|cpp_extension|\bload(?:_inline)?\s*\(", text)
 
 
 def _cmake_notes(reading: Reading) -> None:
