@@ -56,6 +56,7 @@ FAMILIES = {
     "exec-into-locals.log": ("python", "KeyError: '__version__'", "exec-into-locals"),
     "torch-api-renamed.log": ("compiler", "use of undeclared identifier 'AT_CHECK'", "torch-api-renamed"),
     "cuda-toolkit-test.log": ("python", "FORCE_CUDA requires a CUDA-enabled PyTorch", "cuda-toolkit-test"),
+    "cucomplex-names.log": ("compiler", "unknown type name 'cuFloatComplex'", "cucomplex-names"),
     "sdist-incomplete.log": ("python", "quartic_forward_cuda_kernel.cu'", "sdist-incomplete"),
     "torch-thc-removed.log": ("compiler", "unknown type name 'hipStream_t'", "torch-thc-removed"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

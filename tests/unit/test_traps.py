@@ -595,3 +595,23 @@ def test_an_nvcc_asked_for_its_version_and_found_on_path_gets_both_fixes_in_an_o
     code = (t / "setup.py").read_text()
     assert 'output = b"Cuda compilation tools, release 12.4' in code and 'shutil.which("hipcc")' in code
     assert "-gencode" not in code and "]:\n    pass\n" in code
+
+
+def test_cucomplex_names_get_hips_in_every_source_that_uses_them(tmp_path):
+    # torch-projectors 0.13.1: cuFloatComplex and its functions, which hipify leaves as they are
+    from rocbuild.draft.fixes import Edits
+
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+             "setup(name='c', ext_modules=[CUDAExtension('c', ['k.cu'])], cmdclass={'build_ext': BuildExtension})\n")
+    kernel = ("#include <cuComplex.h>\n__device__ cuFloatComplex mul(cuFloatComplex a, cuFloatComplex b) {\n"
+              "  return make_cuFloatComplex(cuCrealf(a) * cuCrealf(b), cuCimagf(a));\n}\n"
+              "__device__ cuDoubleComplex add(cuDoubleComplex a) { return cuCadd(a, cuConj(a)); }\n"
+              "int cuCount;  // not one of cuComplex's\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": kernel})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cucomplex-names"]
+    assert hit.evidence.where == "k.cu:2" and isinstance(hit.fix, Edits) and len(hit.fix.edits) == 1
+    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    out = (t / "k.cu").read_text()
+    assert "make_hipFloatComplex(hipCrealf(a) * hipCrealf(b), hipCimagf(a))" in out
+    assert "hipDoubleComplex add(hipDoubleComplex a) { return hipCadd(a, hipConj(a)); }" in out
+    assert "#include <cuComplex.h>" in out and "int cuCount;" in out  # hipify maps the header itself

@@ -128,6 +128,24 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# cuComplex's names, which hipify leaves as they are (it maps the header and cuComplex alone); HIP's
+# hip_complex.h declares each under the hip prefix.
+CUCOMPLEX = re.compile(r"\b(make_)?cu(FloatComplex|DoubleComplex|ComplexFloatToDouble|ComplexDoubleToFloat"
+                       r"|C(?:real|imag|add|sub|mul|div|fma|abs|sqabs)f?|Conjf?)\b")
+
+
+def cucomplex_names(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that uses cuComplex's names, as one regex edit to HIP's (cuFloatComplex -> hipFloatComplex)."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        first = CUCOMPLEX.search(text)
+        if first is not None:
+            number = _line(text, first.start())
+            found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), CUCOMPLEX.pattern,
+                                    r"\1hip\2", True))
+    return found
+
+
 def read_sources(tree: Path) -> dict[str, str]:
     """The tree's sources (sources()) as relative path -> text, read once for every detector."""
     texts: dict[str, str] = {}

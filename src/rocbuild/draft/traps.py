@@ -31,6 +31,7 @@ from rocbuild.draft.fixes import (
 from rocbuild.draft.masks import (
     FULL,
     SourceEdit,
+    cucomplex_names,
     cuda_includes,
     find_masks,
     hipified,
@@ -304,6 +305,11 @@ def cuda_headers(files: BuildFiles) -> Evidence | None:
 def renamed_api(files: BuildFiles) -> Evidence | None:
     """A call of a torch C++ name removed since (AT_CHECK, torch 1.5), in any C++/CUDA source of the tree."""
     return _in_sources(renamed_torch_api(files.sources))
+
+
+def cucomplex(files: BuildFiles) -> Evidence | None:
+    """cuComplex's names (cuFloatComplex, cuCrealf, make_cuFloatComplex), in any C++/CUDA source of the tree."""
+    return _in_sources(cucomplex_names(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -672,6 +678,13 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("call torch's current names"), log=(r"use of undeclared identifier '(?P<value>AT_CHECK)'",
                                                            r"'(?P<value>AT_CHECK)' was not declared in this scope"),
          files=renamed_api, fixes="replace edits", names="removed name"),
+    Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
+         "hipify maps cuComplex.h to hip/hip_complex.h but leaves its types and functions (cuFloatComplex, cuCrealf, "
+         "cuCaddf, make_cuFloatComplex) as they are; HIP declares each under the hip prefix: one regex edit per file",
+         _source_edits("rename cuComplex's types and functions to HIP's"),
+         log=(r"unknown type name '(?P<value>cu(?:Float|Double)?Complex)'",
+              r"use of undeclared identifier '(?P<value>(?:make_)?cu(?:C\w+|FloatComplex|DoubleComplex))'"),
+         files=cucomplex, fixes="replace edits", names="name"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
