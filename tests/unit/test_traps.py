@@ -561,6 +561,7 @@ def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     # torch-ms-deform-attn 0.1.1: FORCE_CUDA, then a refusal unless CUDA_HOME and torch.version.cuda are set
     setup = ("import os, torch\nfrom torch.utils.cpp_extension import CUDA_HOME, CUDAExtension, CppExtension\n"
              "force_cuda = os.getenv('FORCE_CUDA', '0') == '1'\n"
+             "if cpp_ext.CUDA_HOME is None and _cuda_home:\n    cpp_ext.CUDA_HOME = _cuda_home\n"
              "if force_cuda and (CUDA_HOME is None or torch.version.cuda is None):\n"
              "    raise RuntimeError('FORCE_CUDA requires a CUDA-enabled PyTorch and CUDA toolkit')\n"
              "with_cuda = CUDA_HOME is not None and torch.version.cuda is not None and (\n"
@@ -572,6 +573,7 @@ def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     _apply_draft_patches(t, draft_recipe("x", "x==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     code = (t / "setup.py").read_text()
     assert "if force_cuda and (False or False):" in code and "with_cuda = True and True and" in code
+    assert "if False and _cuda_home:" in code  # fussim 0.3.1's qualified name: not `cpp_ext.False`
     # With a ROCm path of its own, setup.py's tests are its business.
     rocm = setup.replace("force_cuda = ", "IS_ROCM = torch.version.hip is not None\nforce_cuda = ")
     rocm_files = BuildFiles.read(tree(tmp_path / "r", {"setup.py": rocm, "k.cu": ""}))

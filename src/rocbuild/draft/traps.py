@@ -505,16 +505,23 @@ def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None
     if len(probes) == 1:
         return ReplaceText(files.file, probes[0], "True", says=f"{said} is True in {files.file}: the GPU branch is "
                            "taken, as on a machine with a GPU")
-    return ReplaceText(files.file, "|".join(re.escape(p).replace("\\ ", " ") for p in probes), "True", regex=True,
+    return ReplaceText(files.file, "|".join(_qualified(p) for p in probes), "True", regex=True,
                        says=f"{said} are True in {files.file}: the GPU branch is taken, as on a machine with a GPU "
                             "(CUDA_HOME is None on a ROCm torch)")
+
+
+def _qualified(test: str) -> str:
+    """A test as a regex that takes its name qualified too (`cpp_ext.CUDA_HOME is None`, fussim's): replacing
+    the bare name would leave `cpp_ext.False`."""
+    text = re.escape(test).replace("\\ ", " ")
+    return rf"(?<![\w.])(?:\w+\.)*{text}" if test.startswith("CUDA_HOME") else rf"(?<![\w.]){text}"
 
 
 def _toolkit_tests(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or not files.value or files.file is None:
         return None
     tests = files.value.split("|")
-    edits = tuple(ReplaceText("setup.py", t, TOOLKIT_TESTS[t]) for t in tests)
+    edits = tuple(ReplaceText("setup.py", _qualified(t), TOOLKIT_TESTS[t], regex=True) for t in tests)
     return Edits(edits, "setup.py's tests of CUDA_HOME and torch.version.cuda pass: its CUDA branch is taken, which "
                         "torch hipifies")
 
