@@ -57,6 +57,8 @@ FAMILIES = {
     "torch-api-renamed.log": ("compiler", "use of undeclared identifier 'AT_CHECK'", "torch-api-renamed"),
     "cuda-toolkit-test.log": ("python", "FORCE_CUDA requires a CUDA-enabled PyTorch", "cuda-toolkit-test"),
     "cucomplex-names.log": ("compiler", "unknown type name 'cuFloatComplex'", "cucomplex-names"),
+    "std-include-missing.log": ("compiler", "variable ‘std::ofstream ply_file’ has initializer but incomplete type",
+                                "std-include-missing"),
     "sdist-incomplete.log": ("python", "quartic_forward_cuda_kernel.cu'", "sdist-incomplete"),
     "torch-thc-removed.log": ("compiler", "unknown type name 'hipStream_t'", "torch-thc-removed"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

@@ -617,3 +617,22 @@ def test_cucomplex_names_get_hips_in_every_source_that_uses_them(tmp_path):
     assert "make_hipFloatComplex(hipCrealf(a) * hipCrealf(b), hipCimagf(a))" in out
     assert "hipDoubleComplex add(hipDoubleComplex a) { return hipCadd(a, hipConj(a)); }" in out
     assert "#include <cuComplex.h>" in out and "int cuCount;" in out  # hipify maps the header itself
+
+
+def test_a_missing_standard_header_named_in_a_hipified_copy_is_included_in_the_original(tmp_path):
+    # cumcubes 0.0.3: GCC compiled torch's copy cumcubes_hip.cpp and named <fstream>; the fix edits cumcubes.cpp
+    from rocbuild.draft.traps import in_log
+
+    cpp = "#include <torch/extension.h>\nvoid save() { std::ofstream f(\"x\"); }\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "pkg/src/cumcubes.cpp": cpp, "pkg/src/cumcubes_hip.cpp": cpp})
+    log = (REPO / "tests/data/failure-logs/std-include-missing.log").read_text().replace("<work>/src/cumcubes", str(t / "pkg"))
+    (hit,) = [h for h in in_log(list(enumerate(log.splitlines(), 1)), BuildFiles.read(t)) if h.trap.id == "std-include-missing"]
+    assert hit.fix == ReplaceText("pkg/src/cumcubes.cpp", r"\A", "#include <fstream>\n", regex=True,
+                                  says="include <fstream> first in pkg/src/cumcubes.cpp")
+    from rocbuild.engine.patch import apply_replace
+    from rocbuild.plan.model import ReplacePatch
+
+    apply_replace(ReplacePatch(file=hit.fix.file, find=hit.fix.find, replacement=hit.fix.with_, regex=True, count=None,
+                               where="test"), t)
+    assert (t / "pkg/src/cumcubes.cpp").read_text() == "#include <fstream>\n" + cpp

@@ -384,6 +384,16 @@ def flag_with_value(files: BuildFiles, failure: re.Match[str]) -> Evidence | Non
                     "setup.py")
 
 
+def include_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source a compiler found lacking a standard header: the log names the file it compiled, which
+    for a hipified source is torch's copy (x_hip.cpp, x.hip); the fix goes into the original."""
+    compiled = os.path.normpath(failure.group("file")).lstrip("./")
+    for rel in files.sources:
+        if any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+            return Evidence(f"{rel}:1", f"{rel} lacks #include <{failure.group('value')}>", failure.group("value"), rel)
+    return None
+
+
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     return cuda_flag(files, failure.group("value"))
 
@@ -515,6 +525,13 @@ def _qualified(test: str) -> str:
     the bare name would leave `cpp_ext.False`."""
     text = re.escape(test).replace("\\ ", " ")
     return rf"(?<![\w.])(?:\w+\.)*{text}" if test.startswith("CUDA_HOME") else rf"(?<![\w.]){text}"
+
+
+def _std_include(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    return ReplaceText(files.file, r"\A", f"#include <{files.value}>\n", regex=True,
+                       says=f"include <{files.value}> first in {files.file}")
 
 
 def _toolkit_tests(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -728,6 +745,13 @@ TRAPS: tuple[Trap, ...] = (
          "build isolation is off (with it on, pip would bring PyPI's CUDA torch), so what setup.py imports must "
          "be listed", _python_module, log=(r"ModuleNotFoundError: No module named '(?P<value>[\w.]+)'",),
          draft=False, fixes="a build requirement"),
+    Trap("std-include-missing", "a standard header the source relied on torch's headers to include",
+         "torch's and the standard library's headers include fewer of their neighbours with each release (torch 2.x, "
+         "GCC 13+): a source that used std::ofstream or uint8_t without including <fstream> or <cstdint> stops "
+         "compiling; the compiler names the header, which is included first in that source",
+         _std_include, log=(r"(?P<file>[^\s:]+):\d+:\d+: note: .{1,80} is defined in header [‘']<(?P<value>[\w./]+)>[’']; "
+                            r"this is probably fixable",),
+         locate=include_place, draft=False, fixes="a replace edit", names="header"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
