@@ -636,3 +636,16 @@ def test_a_missing_standard_header_named_in_a_hipified_copy_is_included_in_the_o
     apply_replace(ReplacePatch(file=hit.fix.file, find=hit.fix.find, replacement=hit.fix.with_, regex=True, count=None,
                                where="test"), t)
     assert (t / "pkg/src/cumcubes.cpp").read_text() == "#include <fstream>\n" + cpp
+
+
+def test_clang_names_the_type_and_the_header_is_found_from_it(tmp_path):
+    # clang (hipcc) says what GCC's note says without naming the header (line as clang 15 printed it here)
+    from rocbuild.draft.traps import in_log
+
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": "int k;\n"})
+    line = f"{t}/k.hip:2:26: error: implicit instantiation of undefined template 'std::basic_ofstream<char>'"
+    (hit,) = [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "std-include-missing"]
+    assert isinstance(hit.fix, ReplaceText) and (hit.fix.file, hit.fix.with_) == ("k.cu", "#include <fstream>\n")
+    line = "../../k.hip:3:5: error: unknown type name 'uint8_t'"
+    (hit,) = [h for h in in_log([(9, line)], BuildFiles.read(t)) if h.trap.id == "std-include-missing"]
+    assert isinstance(hit.fix, ReplaceText) and hit.fix.with_ == "#include <cstdint>\n"

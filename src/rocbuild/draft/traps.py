@@ -388,10 +388,19 @@ def include_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """The source a compiler found lacking a standard header: the log names the file it compiled, which
     for a hipified source is torch's copy (x_hip.cpp, x.hip); the fix goes into the original."""
     compiled = os.path.normpath(failure.group("file")).lstrip("./")
+    header = HEADER_OF.get(failure.group("value"), failure.group("value"))
     for rel in files.sources:
         if any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
-            return Evidence(f"{rel}:1", f"{rel} lacks #include <{failure.group('value')}>", failure.group("value"), rel)
+            return Evidence(f"{rel}:1", f"{rel} lacks #include <{header}>", header, rel)
     return None
+
+
+# The standard header of a name clang finds undeclared or incomplete (GCC names the header itself).
+HEADER_OF = {**dict.fromkeys(("basic_ofstream", "basic_ifstream", "basic_fstream"), "fstream"),
+             **dict.fromkeys(("basic_ostringstream", "basic_istringstream", "basic_stringstream"), "sstream"),
+             **{f"{sign}int{bits}_t": "cstdint" for sign in ("", "u") for bits in (8, 16, 32, 64)},
+             "numeric_limits": "limits", "runtime_error": "stdexcept", "invalid_argument": "stdexcept"}
+CLANG_WHAT = "|".join(sorted(HEADER_OF, key=len, reverse=True))
 
 
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
@@ -750,7 +759,10 @@ TRAPS: tuple[Trap, ...] = (
          "GCC 13+): a source that used std::ofstream or uint8_t without including <fstream> or <cstdint> stops "
          "compiling; the compiler names the header, which is included first in that source",
          _std_include, log=(r"(?P<file>[^\s:]+):\d+:\d+: note: .{1,80} is defined in header [‘']<(?P<value>[\w./]+)>[’']; "
-                            r"this is probably fixable",),
+                            r"this is probably fixable",
+                            r"(?P<file>[^\s:]+):\d+:\d+: error: (?:implicit instantiation of undefined template "
+                            r"'std::(?:__1::)?|unknown type name '(?:std::)?|no member named ')(?P<value>" + CLANG_WHAT
+                            + r")\b"),
          locate=include_place, draft=False, fixes="a replace edit", names="header"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
