@@ -649,3 +649,27 @@ def test_clang_names_the_type_and_the_header_is_found_from_it(tmp_path):
     line = "../../k.hip:3:5: error: unknown type name 'uint8_t'"
     (hit,) = [h for h in in_log([(9, line)], BuildFiles.read(t)) if h.trap.id == "std-include-missing"]
     assert isinstance(hit.fix, ReplaceText) and hit.fix.with_ == "#include <cstdint>\n"
+
+
+def test_a_cuda_extension_without_kernel_sources_expects_the_runtime_bound(tmp_path):
+    # torch-unified 0.1: CUDAExtension around one .cpp that calls cudaMallocManaged
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+             "setup(name='u', ext_modules=[CUDAExtension('_u_gpu', ['u.cpp'])], cmdclass={'build_ext': BuildExtension})\n")
+    cpp = "#include <cuda_runtime.h>\nvoid* alloc(size_t n) { void* p; cudaMallocManaged(&p, n); return p; }\n"
+    hits = in_build_files(BuildFiles.read(tree(tmp_path / "a", {"setup.py": setup, "u.cpp": cpp})))
+    assert [h.fix for h in hits if h.trap.id == "hip-runtime-binding"] == [Expect("runtime")]
+    # a kernel anywhere in the tree (a .cu file, or __global__ in a source) means device code is expected
+    for name, files in (("b", {"u.cu": "__global__ void k() {}\n"}), ("c", {"k.h": "__global__ void k();\n"})):
+        hits = in_build_files(BuildFiles.read(tree(tmp_path / name, {"setup.py": setup, "u.cpp": cpp, **files})))
+        assert "hip-runtime-binding" not in [h.trap.id for h in hits]
+
+
+def test_an_nvcc_version_call_over_several_lines_is_answered_whole(tmp_path):
+    # torch-lap-cuda 0.0.3 wraps apex's call over three lines
+    setup = APEX.replace('subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True)',
+                         'subprocess.check_output(\n        [cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True\n    )')
+    t = tree(tmp_path / "src", {"setup.py": setup + "CUDAExtension('r', ['k.cu'])\n", "k.cu": ""})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "nvcc-version-probe"]
+    assert hit.evidence.where == "setup.py:7"
+    _apply_draft_patches(t, draft_recipe("r", "r==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert 'raw_output = "Cuda compilation tools, release 12.4, V12.4.131"\n' in (t / "setup.py").read_text()

@@ -234,13 +234,14 @@ def nvcc_version_probe(files: BuildFiles) -> Evidence | None:
     apex's get_cuda_bare_metal_version and its copies): there is no nvcc, and CUDA_HOME is None on a ROCm torch."""
     if files.torch is None:
         return None
-    for number, line in enumerate(files.setup, 1):
-        call = NVCC_VERSION_CALL.search(line)
-        if call:
-            text = re.search(r"universal_newlines\s*=\s*True|text\s*=\s*True|encoding\s*=", call.group(0))
-            answer = f'"{NVCC_ANSWER}"' if text else f'b"{NVCC_ANSWER}"'
-            return Evidence(f"setup.py:{number}", line.strip(), f"{call.group(0)}|{answer}", "setup.py")
-    return None
+    setup = "\n".join(files.setup)
+    call = NVCC_VERSION_CALL.search(setup)  # on one line, or over several (torch-lap-cuda's)
+    if call is None:
+        return None
+    text = re.search(r"universal_newlines\s*=\s*True|text\s*=\s*True|encoding\s*=", call.group(0))
+    answer = f'"{NVCC_ANSWER}"' if text else f'b"{NVCC_ANSWER}"'
+    number = setup.count("\n", 0, call.start()) + 1
+    return Evidence(f"setup.py:{number}", files.setup[number - 1].strip(), f"{call.group(0)}|{answer}", "setup.py")
 
 
 def exec_into_locals(files: BuildFiles) -> Evidence | None:
@@ -477,11 +478,24 @@ def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
 
 
 def runtime_binding(files: BuildFiles) -> Evidence | None:
-    """A CMake project that links HIP's runtime (hip::host, amdhip64) and compiles no HIP source."""
+    """A CMake project that links HIP's runtime (hip::host, amdhip64) and compiles no HIP source; or a torch
+    CUDAExtension with no kernel source in the tree (its .cpp files call the runtime, torch links it)."""
     if files.torch is not None:
-        return None
+        return _extension_without_kernels(files)
     return _cmake_line(files, r"\bhip::host\b|\bamdhip64\b|\bhip::amdhip64\b",
                        unless=HIP_LANGUAGE + r"|\.hip\b|\.cu\b|hip_add_library")
+
+
+def _extension_without_kernels(files: BuildFiles) -> Evidence | None:
+    """torch-unified 0.1's shape: CUDAExtension('m', ['m.cpp']), the .cpp calling cudaMallocManaged."""
+    kernels = any(rel.endswith((".cu", ".cuh", ".hip")) or "__global__" in text for rel, text in files.sources.items())
+    host = any(rel.endswith((".cpp", ".cc", ".cxx")) for rel in files.sources)
+    if kernels or not host or jit_kernels(files) is not None:
+        return None
+    for number, line in enumerate(files.setup, 1):
+        if re.search(r"\bCUDAExtension\s*\(", line) and not line.lstrip().startswith(("#", "from", "import")):
+            return Evidence(f"setup.py:{number}", line.strip())
+    return None
 
 
 def _cmake_line(files: BuildFiles, wanted: str, *, unless: str) -> Evidence | None:
