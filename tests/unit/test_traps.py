@@ -673,3 +673,13 @@ def test_an_nvcc_version_call_over_several_lines_is_answered_whole(tmp_path):
     assert hit.evidence.where == "setup.py:7"
     _apply_draft_patches(t, draft_recipe("r", "r==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     assert 'raw_output = "Cuda compilation tools, release 12.4, V12.4.131"\n' in (t / "setup.py").read_text()
+
+
+def test_the_standard_gcc_and_hipcc_read_is_fixed_before_msvcs(tmp_path):
+    # fussim 0.3.1: a Windows branch's /std:c++17 comes first in setup.py, the -std=c++17 hipcc gets later
+    setup = ("import sys\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "if sys.platform == 'win32':\n    cxx = ['/O2', '/std:c++17']\nelse:\n    cxx = ['-O3', '-std=c++17']\n"
+             "CUDAExtension('f', ['k.cu'], extra_compile_args={'cxx': cxx, 'nvcc': ['-std=c++17']})\n")
+    hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup, "k.cu": ""})))
+    (fix,) = [h.fix for h in hits if h.trap.id == "cxx20-for-torch"]
+    assert isinstance(fix, ReplaceText) and (fix.find, fix.with_) == ("-std=c++17", "-std=c++20")

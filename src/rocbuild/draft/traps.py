@@ -128,14 +128,16 @@ def old_standard(files: BuildFiles) -> Evidence | None:
     """A C++ standard below 20 that setup.py (of a torch extension) or CMake asks for."""
     if files.torch is None:
         return None
+    found = []
     for name, number, text in files.lines():
         if name == "CMakeLists.txt" and not files.torch.cmake:
             continue  # a CMakeLists.txt setup.py never runs (a C++ API build beside the extension)
         match = STD.search(text)
         if match and not text.lstrip().startswith("#"):
             token = match.group("token") or match.group(0)
-            return Evidence(f"{name}:{number}", text.strip(), token, name)
-    return None
+            found.append(Evidence(f"{name}:{number}", text.strip(), token, name))
+    # MSVC's /std:c++17 (fussim's Windows branch) only where nothing gcc or hipcc reads asks for one
+    return next((e for e in found if not (e.value or "").startswith("/")), found[0] if found else None)
 
 
 def force_unset(files: BuildFiles) -> Evidence | None:
