@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -40,6 +41,14 @@ def relabel(version: str, label: str) -> str:
     return str(Version(f"{v.public}+{local}"))
 
 
+def plain_platform(tags: str) -> str:
+    """A platform tag a build backend claimed by itself (rotary-emb's setup.py sets plat_name to
+    manylinux2014_x86_64) as the plain linux_ARCH tag: no auditwheel has checked the wheel against that
+    policy, and one built in a root needs that root's glibc. `rocbuild repair` makes a manylinux wheel."""
+    plain = [re.sub(r"^(?:many|musl)linux(?:1|2010|2014|_\d+_\d+)_", "linux_", t) for t in tags.split(".")]
+    return ".".join(dict.fromkeys(plain))
+
+
 def record_hash(digest: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
@@ -64,6 +73,7 @@ def rewrite_wheel(src: Path, dest_dir: Path, label: str, provenance: dict[str, A
     dist, old_version, *rest = src.name[: -len(".whl")].split("-")
     new_version = relabel(old_version.replace("_", "-"), label)
     new_stem = f"{dist}-{new_version}"
+    rest[-1] = plain_platform(rest[-1])
     dest = dest_dir / f"{new_stem}-{'-'.join(rest)}.whl"
     dest_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -96,6 +106,8 @@ def _write_relabelled(zin: zipfile.ZipFile, fh: BinaryIO, old_info: str, new_ste
             name = _renamed(info.filename, renames)
             if name == f"{new_info}/METADATA":
                 records.append(_write_bytes(zout, name, _metadata(zin.read(info), new_version, torch), info))
+            elif name == f"{new_info}/WHEEL":
+                records.append(_write_bytes(zout, name, _wheel_tags(zin.read(info)), info))
             elif relative_runpath_under is not None and is_elf_name(name):
                 data = relative_runpath(zin.read(info), name, relative_runpath_under, zin.namelist())
                 records.append(_write_bytes(zout, name, data, info))
@@ -130,6 +142,21 @@ def _metadata(metadata: bytes, version: str, torch: Series | None) -> bytes:
     if torch is not None:
         fields = _pin_torch(fields, torch)
     return "\n".join(fields + lines[end:]).encode("utf-8")
+
+
+def _wheel_tags(wheel: bytes) -> bytes:
+    """WHEEL's Tag lines with plain platform tags (plain_platform), each once."""
+    lines = wheel.decode("utf-8").split("\n")
+    out: list[str] = []
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "tag" and value.strip().count("-") == 2:
+            py, abi, plat = value.strip().split("-")
+            line = f"Tag: {py}-{abi}-{plain_platform(plat)}"
+            if line in out:
+                continue
+        out.append(line)
+    return "\n".join(out).encode("utf-8")
 
 
 def _fields(lines: list[str]) -> list[str]:
