@@ -683,3 +683,14 @@ def test_the_standard_gcc_and_hipcc_read_is_fixed_before_msvcs(tmp_path):
     hits = in_build_files(BuildFiles.read(tree(tmp_path, {"setup.py": setup, "k.cu": ""})))
     (fix,) = [h.fix for h in hits if h.trap.id == "cxx20-for-torch"]
     assert isinstance(fix, ReplaceText) and (fix.find, fix.with_) == ("-std=c++17", "-std=c++20")
+
+
+def test_the_draft_drops_register_limits_and_host_compiler_options_too(tmp_path):
+    # biwkv4-cuda 0.3.2's --maxrregcount=60 (clang: unknown argument), and nvcc's -Xcompiler with its value
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+             "setup(name='b', ext_modules=[CUDAExtension('b', ['k.cu'], extra_compile_args={'cxx': ['-O3'],\n"
+             "    'nvcc': ['-O3', '--maxrregcount=60', '-Xcompiler', '-fopenmp', '-res-usage']})],\n"
+             "    cmdclass={'build_ext': BuildExtension})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    _apply_draft_patches(t, draft_recipe("b", "b==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert "'nvcc': ['-O3', '-res-usage']" in " ".join((t / "setup.py").read_text().split())

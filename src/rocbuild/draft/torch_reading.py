@@ -19,7 +19,9 @@ from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
-                       r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*)$")
+                       r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*"
+                       r"|-?-maxrregcount\b.*|--threads\b.*|--default-stream\b.*|-Xcompiler\b.*|--compiler-options\b.*"
+                       r"|-ccbin\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")

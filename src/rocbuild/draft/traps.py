@@ -281,6 +281,8 @@ VALUE_OPTIONS = frozenset({"--threads", "-t", "--maxrregcount", "-maxrregcount",
                            "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas", "--ptxas-options",
                            "-Xcompiler", "--compiler-options", "-ccbin", "--compiler-bindir", "--default-stream",
                            "-Xnvlink", "--nvlinker-options", "--split-compile"})
+# nvcc's options that hand their value, a flag itself, to another tool (the host compiler, ptxas, nvlink).
+PASSED_ON = frozenset({"-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlinker-options"})
 # CUDA's own headers that hipify leaves as they are, and what HIP has in their place.
 CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch_parameters.h": "hip/hip_runtime.h",
                 "device_functions.h": "hip/hip_runtime.h", "sm_60_atomic_functions.h": "hip/hip_runtime.h",
@@ -623,6 +625,8 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
     value = r"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
+    if files.value in PASSED_ON:  # their value is another tool's flag: `"-Xcompiler", "-fopenmp"`
+        value = r"""(?:\s*,\s*["'][^"']*["'])?"""
     # apex's setup.py and its copies append a flag and its value one statement each
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
     # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
