@@ -694,3 +694,11 @@ def test_the_draft_drops_register_limits_and_host_compiler_options_too(tmp_path)
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
     _apply_draft_patches(t, draft_recipe("b", "b==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     assert "'nvcc': ['-O3', '-res-usage']" in " ".join((t / "setup.py").read_text().split())
+
+
+def test_a_full_mask_with_an_upper_case_prefix_is_widened_too(tmp_path):
+    # biwkv4-cuda 0.3.2 writes __shfl_sync(0Xffffffff, o2, i)
+    from rocbuild.draft.masks import FULL, find_masks
+
+    (edit,) = find_masks({"k.cu": "__device__ float f(float o2, int i) { return __shfl_sync(0Xffffffff, o2, i); }\n"})
+    assert edit.with_ == FULL and re.sub(edit.find, edit.with_, "__shfl_sync(0Xffffffff, o2, i)") == f"__shfl_sync({FULL}, o2, i)"

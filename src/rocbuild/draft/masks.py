@@ -21,14 +21,14 @@ FULL = "0xffffffffffffffffULL"
 # replacement is plain text: a second run finds it and reports "already applied".
 # `_sync(` covers every builtin but __syncwarp (a package's own *_sync wrapper passes the mask on, too).
 # Written as 0xffffffff, or as a 32-bit -1 (pytorch-fast-transformers: uint32_t(-1)) or ~0u.
-CALL = (r"(?:(?<=_sync\()|(?<=__syncwarp\())(?:0x[fF]{8}[uU]?\b|uint32_t\(-1\)|unsigned\(-1\)"
+CALL = (r"(?:(?<=_sync\()|(?<=__syncwarp\())(?:0[xX][fF]{8}[uU]?\b|uint32_t\(-1\)|unsigned\(-1\)"
         r"|\((?:uint32_t|unsigned(?: int)?)\)[ \t]*-1\b|~0[uU]\b)")
 # A full mask named once: `#define FULL_MASK (0xFFFFFFFF)`, `constexpr unsigned kFullMask = 0xffffffff;`.
-DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*MASK\w*[ \t]+\(?[ \t]*(?P<lit>0x[fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*MASK\w*[ \t]+\(?[ \t]*(?P<lit>0[xX][fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
                     re.MULTILINE | re.IGNORECASE)
 CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:__device__[ \t]+)?"
                       r"(?P<type>unsigned(?:[ \t]+int)?|uint32_t|unsigned)[ \t]+\w*[mM][aA][sS][kK]\w*[ \t]*=[ \t]*"
-                      r"(?P<lit>0x[fF]{8}[uU]?)[ \t]*;", re.MULTILINE)
+                      r"(?P<lit>0[xX][fF]{8}[uU]?)[ \t]*;", re.MULTILINE)
 SOURCES = (".cu", ".cuh", ".hip", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".inl", ".tpp")
 SKIP_DIRS = {".git", "build", "dist", "__pycache__", ".eggs"}
 MAX_FILES = 4000  # a vendored tree (cutlass, CK) stops the scan before it costs seconds
