@@ -375,14 +375,7 @@ def test_the_draft_drops_every_cuda_only_flag_hipcc_is_given_in_one_fix(tmp_path
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
     (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cuda-flag-for-hipcc"]
     assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
-    text = draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"])
-    from rocbuild.engine.patch import apply_replace
-    from rocbuild.plan.model import ReplacePatch
-
-    for p in yaml.safe_load(text)["patches"]:
-        r = p["replace"]
-        apply_replace(ReplacePatch(file=r["file"], find=r["find"], replacement=r["with"], regex=r.get("regex", False),
-                                   count=None, where="test"), t)
+    _apply_draft_patches(t, draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     assert "'nvcc': ['-O3', '-U__CUDA_NO_HALF_OPERATORS__']" in " ".join((t / "setup.py").read_text().split())
 
 
