@@ -845,7 +845,12 @@ TRAPS: tuple[Trap, ...] = (
          "git tag instead (`source: git:` with its `ref:`)",
          lambda _f, _e: None, log=(r"FileNotFoundError: \[Errno 2\] No such file or directory: "
                                    r"'(?P<value>[^'/][^']*|[^']+\.(?:cuh?|cpp|cc|hp?p?))'",
-                                   r"error: package directory '(?P<value>[^']+)' does not exist"),
+                                   r"error: package directory '(?P<value>[^']+)' does not exist",
+                                   # a header of its own (quoted, no folder) never packed: not one of CUDA's
+                                   r"fatal error: '?(?!(?:cuda|cu[a-z]+|nv|device_|sm_\d|crt|mma|thrust|cub)\w*\.)"
+                                   r"(?!(?:math|std\w+|string|limits|float|assert|errno|time|ctype|wchar|signal|fenv"
+                                   r"|complex|inttypes|unistd|pthread|omp|malloc|alloca)\.h\b)"
+                                   r"(?P<value>[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)"),
          draft=False, fixes="by hand", names="file"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
