@@ -695,3 +695,17 @@ def test_a_full_mask_with_an_upper_case_prefix_is_widened_too(tmp_path):
 
     (edit,) = find_masks({"k.cu": "__device__ float f(float o2, int i) { return __shfl_sync(0Xffffffff, o2, i); }\n"})
     assert edit.with_ == FULL and re.sub(edit.find, edit.with_, "__shfl_sync(0Xffffffff, o2, i)") == f"__shfl_sync({FULL}, o2, i)"
+
+
+def test_an_f_string_value_appended_after_its_flag_and_a_value_in_a_variable_go_with_their_flags(tmp_path):
+    # torch-lap-cuda 0.0.3: nvcc_flags.append(f"arch=compute_{75},code=sm_{75}"), ["--threads", nvcc_threads]
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\nnvcc_flags = []\n"
+             "nvcc_flags.append(\"-gencode\")\nnvcc_flags.append(f\"arch=compute_{75},code=sm_{75}\")\n\n"
+             "def append_nvcc_threads(nvcc_extra_args):\n    nvcc_threads = os.getenv('NVCC_THREADS') or '4'\n"
+             "    return nvcc_extra_args + [\"--threads\", nvcc_threads]\n\n"
+             "CUDAExtension('l', ['k.cu'], extra_compile_args={'nvcc': append_nvcc_threads(['-O3'] + nvcc_flags)})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    _apply_draft_patches(t, draft_recipe("l", "l==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    code = (t / "setup.py").read_text()
+    assert "arch=compute" not in code and "--threads" not in code and "nvcc_threads]" not in code
+    assert "return nvcc_extra_args + []" in code

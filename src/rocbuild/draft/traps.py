@@ -624,7 +624,8 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     quote = r"""[rfbRFB]{0,2}["']"""  # an f-string's prefix and its quote
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
-    value = r"""(?:\s*,\s*["'][^-"'][^"']*["'])?""" if files.value in VALUE_OPTIONS else ""
+    # (or a variable holding it, torch-lap-cuda's `["--threads", nvcc_threads]`)
+    value = r"""(?:\s*,\s*(?:["'][^-"'][^"']*["']|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS else ""
     if files.value in PASSED_ON:  # their value is another tool's flag: `"-Xcompiler", "-fopenmp"`
         value = r"""(?:\s*,\s*["'][^"']*["'])?"""
     # apex's setup.py and its copies append a flag and its value one statement each
@@ -633,7 +634,7 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     says = f"drop {files.value}{' and its value' if value else ''} from {files.file}"
     statement = rf"""\w+\.append\(\s*{quote}{flag}["']\s*\)"""
     if re.search(statement, files.text):
-        pair = r"""(?:[ \t]*\n[ \t]*\w+\.append\(\s*["'][^-"'][^"']*["']\s*\))?""" if value else ""
+        pair = rf"""(?:[ \t]*\n[ \t]*\w+\.append\(\s*{quote}[^-"'][^"']*["']\s*\))?""" if value else ""
         return ReplaceText(files.file, statement + pair, "pass", regex=True, says=says)
     return ReplaceText(files.file, rf"""(?:,\s*{quote}{flag}["']{value}|{quote}{flag}["']{value}\s*,?\s*)""", "",
                        regex=True, says=says)
