@@ -682,11 +682,11 @@ def test_the_draft_drops_register_limits_and_host_compiler_options_too(tmp_path)
     # biwkv4-cuda 0.3.2's --maxrregcount=60 (clang: unknown argument), and nvcc's -Xcompiler with its value
     setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
              "setup(name='b', ext_modules=[CUDAExtension('b', ['k.cu'], extra_compile_args={'cxx': ['-O3'],\n"
-             "    'nvcc': ['-O3', '--maxrregcount=60', '-Xcompiler', '-fopenmp', '-res-usage']})],\n"
+             "    'nvcc': ['-O3', '--maxrregcount=60', '-Xcompiler', '-fopenmp', '--fmad=false', '-DKEEP']})],\n"
              "    cmdclass={'build_ext': BuildExtension})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
     _apply_draft_patches(t, draft_recipe("b", "b==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
-    assert "'nvcc': ['-O3', '-res-usage']" in " ".join((t / "setup.py").read_text().split())
+    assert "'nvcc': ['-O3', '-DKEEP']" in " ".join((t / "setup.py").read_text().split())
 
 
 def test_a_full_mask_with_an_upper_case_prefix_is_widened_too(tmp_path):

@@ -21,7 +21,8 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
                        r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*"
                        r"|-?-maxrregcount\b.*|--threads\b.*|--default-stream\b.*|-Xcompiler\b.*|--compiler-options\b.*"
-                       r"|-ccbin\b.*)$")
+                       r"|-ccbin\b.*|--fmad\b.*|--prec-(?:div|sqrt)\b.*|-?-ftz\b.*|-?-res-usage|--resource-usage"
+                       r"|-?-extended-lambda|--relocatable-device-code\b.*|-rdc\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
