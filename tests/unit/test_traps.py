@@ -709,3 +709,12 @@ def test_an_f_string_value_appended_after_its_flag_and_a_value_in_a_variable_go_
     code = (t / "setup.py").read_text()
     assert "arch=compute" not in code and "--threads" not in code and "nvcc_threads]" not in code
     assert "return nvcc_extra_args + []" in code
+
+
+def test_a_full_mask_defined_under_a_warp_name_is_widened(tmp_path):
+    # torch-lap-cuda 0.0.3: #define FULLWARP 0xffffffff, then __shfl_down_sync(FULLWARP, ...)
+    from rocbuild.draft.masks import FULL, find_masks
+
+    text = "#define FULLWARP 0xffffffff\n__device__ int f(int v) { return __shfl_sync(FULLWARP, v, 0); }\n"
+    (edit,) = find_masks({"lap.cuh": text})
+    assert edit.with_ == f"#define FULLWARP {FULL}"

@@ -23,8 +23,10 @@ FULL = "0xffffffffffffffffULL"
 # Written as 0xffffffff, or as a 32-bit -1 (pytorch-fast-transformers: uint32_t(-1)) or ~0u.
 CALL = (r"(?:(?<=_sync\()|(?<=__syncwarp\())(?:0[xX][fF]{8}[uU]?\b|uint32_t\(-1\)|unsigned\(-1\)"
         r"|\((?:uint32_t|unsigned(?: int)?)\)[ \t]*-1\b|~0[uU]\b)")
-# A full mask named once: `#define FULL_MASK (0xFFFFFFFF)`, `constexpr unsigned kFullMask = 0xffffffff;`.
-DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*MASK\w*[ \t]+\(?[ \t]*(?P<lit>0[xX][fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
+# A full mask named once: `#define FULL_MASK (0xFFFFFFFF)`, `#define FULLWARP 0xffffffff` (torch-lap-cuda),
+# `constexpr unsigned kFullMask = 0xffffffff;`.
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w*(?:MASK|WARP|LANES)\w*[ \t]+"
+                    r"\(?[ \t]*(?P<lit>0[xX][fF]{8}[uU]?)[ \t]*\)?[ \t]*$",
                     re.MULTILINE | re.IGNORECASE)
 CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:__device__[ \t]+)?"
                       r"(?P<type>unsigned(?:[ \t]+int)?|uint32_t|unsigned)[ \t]+\w*[mM][aA][sS][kK]\w*[ \t]*=[ \t]*"
