@@ -61,6 +61,7 @@ FAMILIES = {
                                 "std-include-missing"),
     "sdist-header-missing.log": ("compiler", "fatal error: inter_union_cuda.h: No such file or directory",
                                  "sdist-incomplete"),
+    "library-not-found.log": ("linker", "cannot find -lcuda", "cuda-library-linked"),
     "sdist-incomplete.log": ("python", "quartic_forward_cuda_kernel.cu'", "sdist-incomplete"),
     "torch-thc-removed.log": ("compiler", "unknown type name 'hipStream_t'", "torch-thc-removed"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)

@@ -718,3 +718,14 @@ def test_a_full_mask_defined_under_a_warp_name_is_widened(tmp_path):
     text = "#define FULLWARP 0xffffffff\n__device__ int f(int v) { return __shfl_sync(FULLWARP, v, 0); }\n"
     (edit,) = find_masks({"lap.cuh": text})
     assert edit.with_ == f"#define FULLWARP {FULL}"
+
+
+def test_a_cuda_library_linked_by_name_is_dropped_where_setup_py_names_it(tmp_path):
+    # torch-lap-cuda 0.0.3: extra_link_args=['-lcuda'], which ld cannot find on ROCm
+    from rocbuild.draft.traps import in_log
+
+    setup = "from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('l', ['k.cu'], extra_link_args=['-lcuda'])\n"
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    line = "/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcuda: No such file or directory"
+    (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(t)) if h.trap.id == "cuda-library-linked"]
+    assert isinstance(hit.fix, ReplaceText) and re.sub(hit.fix.find, hit.fix.with_, setup).endswith("extra_link_args=[])\n")

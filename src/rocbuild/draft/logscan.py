@@ -19,6 +19,10 @@ DRIVER = re.compile(r"^(?P<tool>(?:\S*/)?(?:clang(?:\+\+)?|gcc|g\+\+|c\+\+|cc1pl
 LINKER = re.compile(r"(?P<what>undefined reference to|multiple definition of) [`'](?P<sym>[^']+)'"
                     r"|(?:ld(?:\.lld)?|lld): error: (?P<what2>undefined symbol|duplicate symbol): (?P<sym2>.+)")
 LINKER_OTHER = re.compile(r"^(?:\S*/)?(?:ld(?:\.lld|\.bfd|\.gold)?|collect2)(?:-\d+)?: (?:fatal )?error: (?P<msg>.*)$")
+# GNU ld and lld when a -l library is not found: `/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcuda: No such file
+# or directory` (torch-lap-cuda links CUDA's driver library), `ld.lld: error: unable to find library -lcuda`.
+NO_LIBRARY = re.compile(r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.lld|\.bfd|\.gold)?(?:-\d+)?: (?:error: )?"
+                        r"(?:cannot find|unable to find library) -l(?P<lib>[\w.+-]+)")
 CMAKE = re.compile(r"^CMake Error(?: at (?P<where>\S+)(?: \((?P<cmd>\w+)\))?)?:\s*(?P<msg>.*)$")
 TRACEBACK = re.compile(r"^(?P<indent>\s*)Traceback \(most recent call last\):\s*$")
 EXCEPTION = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|NotFound\w*)|KeyError|StopIteration)"
@@ -106,7 +110,9 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
     match = LOCATED.match(line)
     if match:
         return _compiler(lines, i, match.group("where"), match.group("msg")), i + 1
-    match = LINKER.search(line)
+    match = LINKER.search(line) or NO_LIBRARY.match(line)
+    if match and match.groupdict().get("lib"):
+        return LogError("linker", i + 1, line, f"cannot find -l{match.group('lib')}", context=_around(lines, i, 1, 1)), i + 1
     if match:
         symbol = match.group("sym") or match.group("sym2")
         return LogError("linker", i + 1, line, f"{match.group('what') or match.group('what2')} {symbol}",

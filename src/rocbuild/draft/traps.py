@@ -408,6 +408,18 @@ HEADER_OF = {**dict.fromkeys(("basic_ofstream", "basic_ifstream", "basic_fstream
 CLANG_WHAT = "|".join(sorted(HEADER_OF, key=len, reverse=True))
 
 
+def linked_library(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """Where setup.py links the CUDA library the linker could not find: `-lcuda` among the link flags, or
+    'cuda' in a `libraries=` list."""
+    lib = re.escape(failure.group("value"))
+    for number, line in enumerate(files.setup, 1):
+        match = re.search(rf"""(["'])(-l{lib})\1""", line) or (
+            re.search(rf"""(["'])({lib})\1""", line) if "libraries" in line else None)
+        if match:
+            return Evidence(f"setup.py:{number}", line.strip(), match.group(2), "setup.py")
+    return None
+
+
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     return cuda_flag(files, failure.group("value"))
 
@@ -785,6 +797,12 @@ TRAPS: tuple[Trap, ...] = (
                             r"'std::(?:__1::)?|unknown type name '(?:std::)?|no member named ')(?P<value>" + CLANG_WHAT
                             + r")\b"),
          locate=include_place, draft=False, fixes="a replace edit", names="header"),
+    Trap("cuda-library-linked", "a CUDA runtime library linked by name",
+         "setup.py links CUDA's driver or runtime library itself (-lcuda, libraries=['cudart']); on ROCm, torch links "
+         "the extension to HIP's runtime, which stands for both, and there is no libcuda: the name is dropped",
+         lambda files, _f: _drop_flag(files, None),
+         log=(r"(?:cannot find|unable to find library) -l(?P<value>cuda|cudart|nvToolsExt)\b",),
+         locate=linked_library, draft=False, fixes="a replace edit", names="library"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
