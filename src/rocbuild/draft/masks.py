@@ -121,11 +121,12 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file that calls one of torch's removed names (AT_CHECK), as one regex edit to its new name."""
     found: list[SourceEdit] = []
     for rel, text in texts.items():
-        for name in dict.fromkeys(m.group("name") for m in RENAMED.finditer(text)):
-            first = re.search(rf"\b{name}\b(?=\s*\()", text)
-            assert first is not None
-            line = text.splitlines()[_line(text, first.start()) - 1].strip()
-            found.append(SourceEdit(rel, _line(text, first.start()), line, rf"\b{name}\b(?=\s*\()",
+        firsts: dict[str, re.Match[str]] = {}
+        for match in RENAMED.finditer(text):
+            firsts.setdefault(match.group("name"), match)
+        for name, first in firsts.items():
+            number = _line(text, first.start())
+            found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), rf"\b{name}\b(?=\s*\()",
                                     RENAMED_TORCH_API[name], True))
     return found
 
