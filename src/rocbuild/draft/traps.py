@@ -188,15 +188,18 @@ def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
     or force` the force variable suffices."""
     if files.torch is None or files.torch.rocm_aware:
         return None
-    if not any(t in line for line in files.setup for t in list(TOOLKIT_TESTS)[1:]):
+    def has(test: str, line: str) -> bool:  # as the fix's edit finds it (not inside a longer name)
+        return re.search(_qualified(test), line) is not None
+
+    if not any(has(t, line) for line in files.setup for t in list(TOOLKIT_TESTS)[1:]):
         return None
     probe = gpu_probe(files)
     taken = set(probe.value.split("|")) if probe and probe.value else set()
     found = [(n, line) for n, line in enumerate(files.setup, 1)
-             if any(t in line and t not in taken for t in TOOLKIT_TESTS) and not line.lstrip().startswith("#")]
+             if any(has(t, line) and t not in taken for t in TOOLKIT_TESTS) and not line.lstrip().startswith("#")]
     if not found:
         return None
-    tests = [t for t in TOOLKIT_TESTS if t not in taken and any(t in line for _, line in found)]
+    tests = [t for t in TOOLKIT_TESTS if t not in taken and any(has(t, line) for _, line in found)]
     return Evidence(f"setup.py:{found[0][0]}", found[0][1].strip(), "|".join(tests), "setup.py")
 
 
