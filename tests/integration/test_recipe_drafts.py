@@ -30,11 +30,13 @@ def test_a_draft_from_an_sdist_turns_the_backend_on(cli, tmp_path, rocm61, name,
     assert plan["source"]["kind"] == "sdist" and plan["source"]["sha256"]
 
 
-def test_a_draft_of_a_project_without_a_hip_switch_says_so(cli, tmp_path):
+def test_an_sdist_that_compiles_nothing_is_refused_with_the_pip_command(cli, tmp_path):
+    # tomli_w is pure Python: there is nothing to build for a GPU (a project with sources but no HIP switch gets
+    # a draft that says so: tests/unit/test_draft_tree.py)
     out = tmp_path / "tomli-w.yaml"
     code, _, err = cli("recipes", "new", "tomli-w", "--sdist", "tomli_w==1.2.0", "-o", out)
-    assert code == 0 and "no known HIP/ROCm switch" in err
-    assert "# DRAFT: no known HIP/ROCm switch" in out.read_text()
+    assert code == 2 and "tomli_w==1.2.0 compiles nothing" in err and "pip install tomli_w==1.2.0" in err
+    assert not out.exists() and "Traceback" not in err
 
 
 def test_a_bad_sdist_requirement_is_refused(cli, tmp_path):
