@@ -110,9 +110,10 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
     match = LOCATED.match(line)
     if match:
         return _compiler(lines, i, match.group("where"), match.group("msg")), i + 1
-    match = LINKER.search(line) or NO_LIBRARY.match(line)
-    if match and match.groupdict().get("lib"):
+    match = NO_LIBRARY.match(line)
+    if match:
         return LogError("linker", i + 1, line, f"cannot find -l{match.group('lib')}", context=_around(lines, i, 1, 1)), i + 1
+    match = LINKER.search(line)
     if match:
         symbol = match.group("sym") or match.group("sym2")
         return LogError("linker", i + 1, line, f"{match.group('what') or match.group('what2')} {symbol}",

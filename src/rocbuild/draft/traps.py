@@ -188,19 +188,18 @@ def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
     or force` the force variable suffices."""
     if files.torch is None or files.torch.rocm_aware:
         return None
+
     def has(test: str, line: str) -> bool:  # as the fix's edit finds it (not inside a longer name)
         return re.search(_qualified(test), line) is not None
 
-    if not any(has(t, line) for line in files.setup for t in list(TOOLKIT_TESTS)[1:]):
-        return None
+    code = [(n, line) for n, line in enumerate(files.setup, 1) if not line.lstrip().startswith("#")]
     probe = gpu_probe(files)
     taken = set(probe.value.split("|")) if probe and probe.value else set()
-    found = [(n, line) for n, line in enumerate(files.setup, 1)
-             if any(has(t, line) and t not in taken for t in TOOLKIT_TESTS) and not line.lstrip().startswith("#")]
-    if not found:
+    tests = [t for t in TOOLKIT_TESTS if t not in taken and any(has(t, line) for _, line in code)]
+    if not set(tests) & set(list(TOOLKIT_TESTS)[1:]):
         return None
-    tests = [t for t in TOOLKIT_TESTS if t not in taken and any(has(t, line) for _, line in found)]
-    return Evidence(f"setup.py:{found[0][0]}", found[0][1].strip(), "|".join(tests), "setup.py")
+    number, line = next((n, line) for n, line in code if any(has(t, line) for t in tests))
+    return Evidence(f"setup.py:{number}", line.strip(), "|".join(tests), "setup.py")
 
 
 def force_any(files: BuildFiles) -> Evidence | None:
@@ -640,9 +639,9 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # The quoted flag with the comma before it (or, first in its list, the one after), and the value of an
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
     # (or a variable holding it, torch-lap-cuda's `["--threads", nvcc_threads]`)
-    value = r"""(?:\s*,\s*(?:["'][^-"'][^"']*["']|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS else ""
-    if files.value in PASSED_ON:  # their value is another tool's flag: `"-Xcompiler", "-fopenmp"`
-        value = r"""(?:\s*,\s*["'][^"']*["'])?"""
+    # A pass-through option's value is another tool's flag: `"-Xcompiler", "-fopenmp"`.
+    value = (r"""(?:\s*,\s*["'][^"']*["'])?""" if files.value in PASSED_ON else
+             r"""(?:\s*,\s*(?:["'][^-"'][^"']*["']|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS else "")
     # apex's setup.py and its copies append a flag and its value one statement each
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
     # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
