@@ -64,6 +64,10 @@ FAMILIES = {
     "library-not-found.log": ("linker", "cannot find -lcuda", "cuda-library-linked"),
     "sdist-incomplete.log": ("python", "quartic_forward_cuda_kernel.cu'", "sdist-incomplete"),
     "torch-thc-removed.log": ("compiler", "unknown type name 'hipStream_t'", "torch-thc-removed"),
+    "rounding-intrinsics.log": ("compiler", "use of undeclared identifier '__frcp_rd'", "rounding-intrinsics-hidden"),
+    "c10-hip-names.log": ("compiler", "no type named 'HIPGuard' in namespace 'c10::hip'", "c10-hip-names-removed"),
+    "cuda-version-read.log": ("python", "AttributeError: 'NoneType' object has no attribute 'replace'", "rocm-selector-unset"),
+    "vendored-library-hipified.log": ("compiler", 'error: "GLM requires CUDA 7.0 or higher"', "vendored-library-hipified"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
                         "downloads-at-build"),
@@ -251,3 +255,19 @@ def test_a_library_a_rocm_cmake_package_names_is_required_by_name():
            '       "/usr/lib/x86_64-linux-gnu/libhipsolver_fortran.so.1.0"\n\n    but this file does not exist.\n')
     hit = next(h for h in diagnose(log, CONTEXT).hits if h.trap.id == "rocm-library-missing")
     assert hit.fix.yaml() == ["requires:", "  libraries: [hipsolver_fortran]"]
+
+
+def test_a_build_tag_made_of_torch_version_cuda_is_named_with_its_fix_before_the_selector_trap(tmp_path):
+    # ramnet-ops 0.1.0rc2: `cuda_tag = torch.version.cuda.replace('.', '')`, no ROCm path, no selector variable: of the
+    # two traps the AttributeError line shows, the one the build files give a fix for comes first
+    (tmp_path / "setup.py").write_text("import torch\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+                                       "cuda_tag = torch.version.cuda.replace('.', '')\n")
+    report = diagnose((LOGS / "cuda-version-read.log").read_text(), Context(tree=tmp_path))
+    assert [h.trap.id for h in report.hits][:2] == ["cuda-version-read", "rocm-selector-unset"]
+    assert report.hits[0].fix is not None and report.hits[0].files is not None
+    assert report.hits[0].files.where == "setup.py:3"
+    # with a variable that selects the ROCm path, that trap's fix is the one
+    (tmp_path / "setup.py").write_text("import os, torch\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+                                       "if not os.getenv('ROCM_VERSION'):\n    tag = torch.version.cuda.replace('.', '')\n")
+    report = diagnose((LOGS / "cuda-version-read.log").read_text(), Context(tree=tmp_path))
+    assert report.hits[0].trap.id == "rocm-selector-unset" and report.hits[0].fix is not None

@@ -75,7 +75,9 @@ def diagnose(text: str, context: Context) -> Report:
     everything = shown + [(n, line) for n, line in enumerate(lines, 1)]
     warned = _cmake_warnings(lines)
     hits = in_log([(n, line) for n, line in everything if n not in warned], _build_files(context))
-    hits = [_with_memory(h, context) for h in sorted(hits, key=lambda h: int(h.evidence.where.split(":")[1]))]
+    # In the log's order; of the traps one line shows, those with a fix first (the build files tell them apart)
+    hits = [_with_memory(h, context) for h in sorted(hits, key=lambda h: (int(h.evidence.where.split(":")[1]),
+                                                                          h.fix is None))]
     return Report(errors, hits, lines[-TAIL_WHEN_UNKNOWN:], context)
 
 

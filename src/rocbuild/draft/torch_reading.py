@@ -25,6 +25,8 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
                        r"|-?-extended-lambda|--relocatable-device-code\b.*|-rdc\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
+# A package's own CUDA switch whose default is "auto" (beamgrad's BEAMGRAD_CUDA): set, the GPU build is asked for.
+AUTO_CUDA = re.compile(r"(?:^|_)CUDA$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
 JOBS = re.compile(r"^MAX_JOBS$|_JOBS$|THREADS$|PARALLEL")
 TARGET = re.compile(r"(?:^|_)BUILD_TARGET$|TARGET_DEVICE$")
@@ -222,6 +224,9 @@ def _var(name: str, where: str, reads: list[EnvRead], gpu_gated: bool, leading: 
         return Var(name, where, "skip", None, "left unset: it skips or narrows the build")
     if FORCE.search(name):
         return _force(name, where, on, gpu_gated, leading)
+    if AUTO_CUDA.search(name) and name not in leading and any((r.default or "").lower() == "auto" for r in reads):
+        return Var(name, where, "force", on, "its default 'auto' decides from nvcc and CUDA_HOME, which ROCm lacks "
+                                             "(and may drop the GPU build when it fails): the GPU build is asked for")
     if TARGET.search(name):
         return Var(name, where, "switch", "rocm", "the backend to build")
     if SELECTOR.match(name):

@@ -31,6 +31,7 @@ from rocbuild.draft.fixes import (
 from rocbuild.draft.masks import (
     FULL,
     SourceEdit,
+    c10_hip_names,
     cucomplex_names,
     cuda_includes,
     find_masks,
@@ -38,10 +39,12 @@ from rocbuild.draft.masks import (
     kernel_pointers,
     read_sources,
     renamed_torch_api,
+    rounding_intrinsics,
     vector_helpers,
+    vendored_hip_headers,
 )
 from rocbuild.draft.pysrc import EnvRead, read_python
-from rocbuild.draft.torch_reading import CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
+from rocbuild.draft.torch_reading import AUTO_CUDA, CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
 
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
 # build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
@@ -132,10 +135,10 @@ def old_standard(files: BuildFiles) -> Evidence | None:
     for name, number, text in files.lines():
         if name == "CMakeLists.txt" and not files.torch.cmake:
             continue  # a CMakeLists.txt setup.py never runs (a C++ API build beside the extension)
-        match = STD.search(text)
-        if match and not text.lstrip().startswith("#"):
-            token = match.group("token") or match.group(0)
-            found.append(Evidence(f"{name}:{number}", text.strip(), token, name))
+        if text.lstrip().startswith("#"):
+            continue
+        for match in STD.finditer(text):  # each: torch-ans writes "/std:c++17" if win32 else "-std=c++17"
+            found.append(Evidence(f"{name}:{number}", text.strip(), match.group("token") or match.group(0), name))
     # MSVC's /std:c++17 (fussim's Windows branch) only where nothing gcc or hipcc reads asks for one
     return next((e for e in found if not (e.value or "").startswith("/")), found[0] if found else None)
 
@@ -149,7 +152,8 @@ def force_unset(files: BuildFiles) -> Evidence | None:
         return Evidence(read.where, f"{read.name} read at {read.where}", f"{read.name}={read.on or '1'}") if read else None
     gated = {name for reads in torch.gpu_reads for name in reads}
     for var in torch.variables:
-        if var.kind == "force" and FORCE.search(var.name) and "CUDA-only flags" not in var.why and (
+        if var.kind == "force" and (FORCE.search(var.name) or AUTO_CUDA.search(var.name)) and \
+                "CUDA-only flags" not in var.why and (
                 var.name in gated or var.value is not None):
             on = var.value or torch.on_values.get(var.name) or "1"
             return Evidence(var.where, f"{var.name} read at {var.where}", f"{var.name}={on}")
@@ -217,7 +221,8 @@ def force_any(files: BuildFiles) -> Evidence | None:
 
 # What `nvcc -V` prints, as a stand-in for the call that asks it: CUDA 12.4 passes the version tests apex's
 # setup.py and its copies make (>= 11.0 to build at all, >= 11.2 for --threads) without claiming the newest.
-NVCC_ANSWER = "Cuda compilation tools, release 12.4, V12.4.131"
+NVCC_VERSION = "12.4"
+NVCC_ANSWER = f"Cuda compilation tools, release {NVCC_VERSION}, V{NVCC_VERSION}.131"
 NVCC_VERSION_CALL = re.compile(r"""subprocess\.check_output\(\s*\[[^\]]*nvcc["'][^\]]*["'](?:-V|--version)["']\s*\][^()]*\)""")
 
 
@@ -230,6 +235,24 @@ def nvcc_probe(files: BuildFiles) -> Evidence | None:
         if match and re.search(r"\b(?:call|run|check_output|check_call|Popen|which)\b", line) \
                 and not NVCC_VERSION_CALL.search(line):  # a version asked for: nvcc-version-probe answers it
             return Evidence(f"setup.py:{number}", line.strip(), match.group(0), "setup.py")
+    return None
+
+
+# An extension class no torch has, imported in a try (torch-ans: ROCMExtension), whose `except ImportError` leaves
+# None; the ROCm branch then falls back to a CppExtension, which compiles the .cu files unhipified.
+PHANTOM_EXTENSION = re.compile(r"^\s*(?P<name>\w*(?:ROCM|ROCm|Rocm|HIP|Hip)\w*Extension)\s*=\s*None\s*(?:#.*)?$")
+
+
+def phantom_extension(files: BuildFiles) -> Evidence | None:
+    """setup.py imports a ROCm extension class torch.utils.cpp_extension does not have (ROCMExtension), set to None
+    when the import fails, beside CUDAExtension (which is a ROCm torch's ROCm extension: it hipifies)."""
+    setup = "\n".join(files.setup)
+    if files.torch is None or not re.search(r"\bCUDAExtension\b", setup):
+        return None
+    for number, line in enumerate(files.setup, 1):
+        match = PHANTOM_EXTENSION.match(line)
+        if match and re.search(rf"import[^\n]*\b{match.group('name')}\b", setup):
+            return Evidence(f"setup.py:{number}", line.strip(), match.group("name"), "setup.py")
     return None
 
 
@@ -309,6 +332,24 @@ def cuda_headers(files: BuildFiles) -> Evidence | None:
     return _in_sources(cuda_includes(files.sources, CUDA_HEADERS))
 
 
+def vendored_hip(files: BuildFiles) -> Evidence | None:
+    """A header of a vendored library that has a HIP branch of its own (GLM's __HIP__) and names CUDA's macros
+    hipify rewrites (__CUDACC__, CUDA_VERSION), in a third_party/ (vendor/, external/, ...) folder of the tree."""
+    return _in_sources(vendored_hip_headers(files.sources))
+
+
+def c10_hip(files: BuildFiles) -> Evidence | None:
+    """c10::hip's HIP names (c10::hip::HIPGuard, HIPCachingAllocator), which torch 2.11 dropped for c10::cuda's, in
+    any C++/CUDA/HIP source of the tree."""
+    return _in_sources(c10_hip_names(files.sources))
+
+
+def rounding_calls(files: BuildFiles) -> Evidence | None:
+    """A call of one of CUDA's directed-rounding intrinsics (__frcp_rd, __fadd_ru, __dsqrt_rz), in any C++/CUDA/HIP
+    source of the tree."""
+    return _in_sources(rounding_intrinsics(files.sources))
+
+
 def renamed_api(files: BuildFiles) -> Evidence | None:
     """A call of a torch C++ name removed since (AT_CHECK, torch 1.5), in any C++/CUDA source of the tree."""
     return _in_sources(renamed_torch_api(files.sources))
@@ -371,6 +412,23 @@ def _in_sources(found: list[SourceEdit]) -> Evidence | None:
         return None
     first = found[0]
     return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(found))
+
+
+# torch.version.cuda read as a string: a method called on it, or handed to a version parser. None on a ROCm torch.
+CUDA_VERSION_READ = (r"(?<![\w.])torch\.version\.cuda(?=\s*\.\s*(?:split|replace|startswith|strip|partition|rsplit)\b)"
+                     r"|(?:" + "|".join(rf"(?<=\b{f}\()" for f in ("float", "Version", "parse", "LooseVersion", "parse_version"))
+                     + r")torch\.version\.cuda(?=\s*\))")
+
+
+def cuda_version_reads(files: BuildFiles) -> Evidence | None:
+    """setup.py (with no ROCm path and no variable that selects one) reads torch.version.cuda as a string (a
+    build tag's `torch.version.cuda.replace('.', '')`, a version compared), outside a test of it."""
+    if files.torch is None or files.torch.rocm_aware or rocm_selector(files) is not None:
+        return None
+    for number, line in enumerate(files.setup, 1):
+        if not line.lstrip().startswith("#") and re.search(CUDA_VERSION_READ, line):
+            return Evidence(f"setup.py:{number}", line.strip(), None, "setup.py")
+    return None
 
 
 def rocm_selector(files: BuildFiles) -> Evidence | None:
@@ -548,6 +606,13 @@ def _selector(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     return SetEnv(files.value, "${{ rocm.version }}" if files.value.endswith("VERSION") else "1")
 
 
+def _cuda_version(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None:
+        return None
+    return ReplaceText("setup.py", CUDA_VERSION_READ, f'(torch.version.cuda or "{NVCC_VERSION}")', regex=True,
+                       says=f"torch.version.cuda, where setup.py reads it as a string, is {NVCC_VERSION} when None")
+
+
 def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None or files.file is None:
         return None
@@ -592,14 +657,14 @@ def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | 
                        says=f"setup.py's nvcc probe runs hipcc instead ({files.where})")
 
 
-def _source_edits(what: str) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
+def _source_edits(what: str, when: str | None = None) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
     """The fix of a trap whose detector found places across the sources: one replace edit per place, as one
-    fix that says `what` it does."""
+    fix that says `what` it does (for the torch versions `when` names, or always)."""
 
     def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
         if files is None or not files.also:
             return None
-        edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=e.regex, says=f"{e.with_} in {e.file}")
+        edits = tuple(ReplaceText(e.file, e.find, e.with_, when, regex=e.regex, says=f"{e.with_} in {e.file}")
                       for e in files.also)
         names = sorted({e.file for e in files.also})
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
@@ -652,6 +717,13 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
         return ReplaceText(files.file, statement + pair, "pass", regex=True, says=says)
     return ReplaceText(files.file, rf"""(?:,\s*{quote}{flag}["']{value}|{quote}{flag}["']{value}\s*,?\s*)""", "",
                        regex=True, says=says)
+
+
+def _phantom_is_cuda_extension(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None:
+        return None
+    return ReplaceText("setup.py", files.text, f"{files.value} = CUDAExtension  # rocbuild: hipifies on ROCm",
+                       says=f"{files.value} falls back to CUDAExtension, which hipifies on a ROCm torch")
 
 
 def _nvcc_answer(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -724,6 +796,11 @@ TRAPS: tuple[Trap, ...] = (
          _nvcc_answer, log=(r'File "[^"]*", line \d+, in get_cuda_bare_metal_version$',
                             r"FileNotFoundError: .*'[^']*/bin/nvcc'"),
          files=nvcc_version_probe, fixes="a replace edit"),
+    Trap("rocm-extension-class-missing", "a ROCm extension class torch does not have",
+         "setup.py imports a ROCm extension class (ROCMExtension) that no torch.utils.cpp_extension defines, and "
+         "falls back to a CppExtension, which compiles the .cu sources unhipified; a ROCm torch's CUDAExtension "
+         "hipifies them, and takes its place", _phantom_is_cuda_extension, findings=CPU_ONLY,
+         files=phantom_extension, fixes="a replace edit"),
     Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
          "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
          _hipcc_for_nvcc, findings=CPU_ONLY,
@@ -733,6 +810,15 @@ TRAPS: tuple[Trap, ...] = (
          "meets every function twice; the .cu file moves to a name of its own (a copy, the original removed)",
          _renamed_source, log=(r"multiple definition of .*_hip\.o",), files=hipify_collisions,
          fixes="a copy, a remove and a replace edit"),
+    Trap("vendored-library-hipified", "a vendored header library that knows HIP, rewritten by hipify",
+         "hipify rewrites a vendored library's `defined(__CUDACC__)` to __HIPCC__, so hipcc takes its CUDA branch "
+         "before its own __HIP__ one (GLM: \"GLM requires CUDA 7.0\"), and copies each header that includes a "
+         "rewritten one to a _hip name its .inl files never include (every definition twice); hipify's breadcrumb "
+         "put first in those headers makes hipify leave the library as it is",
+         _source_edits("keep hipify out of the vendored library that knows HIP"),
+         log=(r'error: "GLM requires CUDA', r"/(?:third_party|thirdparty|third-party|3rdparty|external|extern|vendor"
+              r"|deps)/\S*_hip\.(?:h|hpp|hh|cuh):\d+:\d+: error: "),
+         files=vendored_hip, fixes="replace edits"),
     Trap("cuda-only-header", "a CUDA header hipify does not translate",
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
          "device_launch_parameters.h): HIP's runtime header declares what they do",
@@ -746,6 +832,21 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("call torch's current names"), log=(r"use of undeclared identifier '(?P<value>AT_CHECK)'",
                                                            r"'(?P<value>AT_CHECK)' was not declared in this scope"),
          files=renamed_api, fixes="replace edits", names="removed name"),
+    Trap("c10-hip-names-removed", "c10::hip's HIP names, which torch 2.11 dropped",
+         "from torch 2.11 a ROCm torch's c10/hip headers keep CUDA's names (c10::cuda::CUDAGuard, CUDAStream, "
+         "CUDACachingAllocator: pytorch#174087), so an extension written for older ROCm torches meets no "
+         "c10::hip::HIPGuard; the c10::cuda name the same headers declare takes its place, one regex edit per name",
+         _source_edits("name c10::cuda's types where torch 2.11 dropped c10::hip's", "${{ torch.version >= '2.11' }}"),
+         log=(r"no (?:type|member) named '(?P<value>\w+)' in namespace 'c10::hip'",
+              r"'(?P<value>\w+)' is not a member of 'c10::hip'"),
+         files=c10_hip, fixes="replace edits", names="name"),
+    Trap("rounding-intrinsics-hidden", "CUDA's directed-rounding intrinsics, which HIP hides",
+         "clang's HIP headers define __frcp_rd, __fadd_ru, __dsqrt_rz and the rest only under "
+         "OCML_BASIC_ROUNDED_OPERATIONS, which no source can define early enough; each call becomes the device "
+         "library's function (__ocml_div_rtn_f32) that clang's own definition calls: the same rounding",
+         _source_edits("call the device library's directed-rounding functions"),
+         log=(r"use of undeclared identifier '(?P<value>__(?:[fd](?:add|sub|mul|div|sqrt|rcp)|fmaf?)_r[duz])'",),
+         files=rounding_calls, fixes="replace edits", names="intrinsic"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
          "hipify maps cuComplex.h to hip/hip_complex.h but leaves its types and functions (cuFloatComplex, cuCrealf, "
          "cuCaddf, make_cuFloatComplex) as they are; HIP declares each under the hip prefix: one regex edit per file",
@@ -785,6 +886,13 @@ TRAPS: tuple[Trap, ...] = (
          _selector, log=(r"AttributeError: 'NoneType' object has no attribute '(?:split|startswith|replace)'",
                          r"TypeError: .*'NoneType'"),
          files=rocm_selector, fixes="an env value"),
+    Trap("cuda-version-read", "torch.version.cuda read as a string",
+         "setup.py with no ROCm path reads torch.version.cuda as a string (a build tag, a version compared), and it "
+         f"is None on a ROCm torch; read there, it stands at the CUDA release nvcc-version-probe answers "
+         f"({NVCC_VERSION}), so the CUDA branch a ROCm torch hipifies goes on",
+         _cuda_version, log=(r"AttributeError: 'NoneType' object has no attribute '(?:split|startswith|replace|strip)'",
+                             r"TypeError: .*'NoneType'"),
+         files=cuda_version_reads, fixes="a replace edit"),
     Trap("build-module-missing", "a module setup.py imports is not in the build environment",
          "build isolation is off (with it on, pip would bring PyPI's CUDA torch), so what setup.py imports must "
          "be listed", _python_module, log=(r"ModuleNotFoundError: No module named '(?P<value>[\w.]+)'",),
@@ -852,6 +960,7 @@ TRAPS: tuple[Trap, ...] = (
          "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
          "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
          lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found"),
+         findings=CPU_ONLY,  # a CUDA backend CMake leaves out where it finds no nvcc (serron's check_language)
          after_failure=cmake_cuda_only, draft=False, fixes="by hand"),
     Trap("torch-thc-removed", "a header of torch's THC, removed in torch 1.11",
          "torch 1.11 removed THC (THH once hipified): THC.h and its macros (THCudaCheck, THCState) are gone, and "
