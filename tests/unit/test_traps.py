@@ -808,21 +808,30 @@ def test_a_rocm_extension_class_torch_lacks_falls_back_to_cuda_extension_not_a_c
 
 
 def test_directed_rounding_intrinsics_call_the_device_librarys_functions(tmp_path):
-    # clic-inference-extensions 0.1.0.post2: `return __frcp_rd(a);`, which clang's HIP headers hide behind
-    # OCML_BASIC_ROUNDED_OPERATIONS; the round-to-nearest ones HIP always has are left as they are
-    header = ("__device__ float r(float a) { return __frcp_rd(a); }\n"
+    # clic-inference-extensions 0.1.0.post2 called `__frcp_rd(a)`, which clang's HIP headers hide behind
+    # OCML_BASIC_ROUNDED_OPERATIONS; ROCm's ocml.bc has directed add, sub, mul and fma, and no directed division,
+    # reciprocal or square root (its first fix, __ocml_div_rtn_f32, failed to link): those are left as they are
+    header = ("__device__ float r(float a) { return __frcp_rd(a) + __fdiv_ru(a, a); }\n"
               "__device__ double s(double a, double b) { return __dadd_ru(a, b) + __fma_rz(a, b, a) + __dsqrt_rd(a); }\n"
-              "__device__ float t(float a) { return __frcp_rn(a) + __fmaf_ru(a, a, a) + __frcp_rd(a); }\n")
+              "__device__ float t(float a) { return __fmul_rn(a, a) + __fmaf_ru(a, a, a) + __fsub_rd(a, a); }\n")
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "common.h": header})
     (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "rounding-intrinsics-hidden"]
-    assert hit.evidence.where == "common.h:1"
+    assert hit.evidence.where == "common.h:2"
     _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     # each as clang's __clang_hip_math.h defines it under OCML_BASIC_ROUNDED_OPERATIONS
     assert (t / "common.h").read_text() == (
-        "__device__ float r(float a) { return __ocml_div_rtn_f32(1.0f, a); }\n"
+        "__device__ float r(float a) { return __frcp_rd(a) + __fdiv_ru(a, a); }\n"
         "__device__ double s(double a, double b) { return __ocml_add_rtp_f64(a, b) + __ocml_fma_rtz_f64(a, b, a)"
-        " + __ocml_sqrt_rtn_f64(a); }\n"
-        "__device__ float t(float a) { return __frcp_rn(a) + __ocml_fma_rtp_f32(a, a, a) + __ocml_div_rtn_f32(1.0f, a); }\n")
+        " + __dsqrt_rd(a); }\n"
+        "__device__ float t(float a) { return __fmul_rn(a, a) + __ocml_fma_rtp_f32(a, a, a) + __ocml_sub_rtn_f32(a, a); }\n")
+    # a reciprocal alone: named from the log, with no fix to write
+    from rocbuild.draft.traps import in_log
+
+    t2 = tree(tmp_path / "b", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                               "common.h": "__device__ float r(float a) { return __frcp_rd(a); }\n"})
+    line = "../../common_hip.h:1:45: error: use of undeclared identifier '__frcp_rd'; did you mean '__frcp_rn'?"
+    (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(t2)) if h.trap.id == "rounding-intrinsics-hidden"]
+    assert hit.evidence.value == "__frcp_rd" and hit.fix is None
 
 
 def test_a_packages_own_cuda_switch_defaulting_to_auto_is_set(tmp_path):
@@ -846,3 +855,21 @@ def test_a_cpu_only_build_of_a_cmake_project_with_a_cuda_only_backend_names_that
     t = tree(tmp_path / "src", {"CMakeLists.txt": cmake, "pyproject.toml": "[build-system]\n"})
     (hit,) = [h for h in in_findings([("cpu_only", "no device code")], BuildFiles.read(t)) if h.trap.id == "cmake-cuda-only"]
     assert hit.files is not None and hit.files.where == "CMakeLists.txt:5" and hit.fix is None
+
+
+def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(tmp_path):
+    # torch-ans 0.4.0: rans.cpp names nothing of CUDA's, but includes rans.hpp, which does: hipify rewrites the include
+    # and writes rans_hip.cpp, which compiles to rans_hip.o as rans_cuda.cu (hipified to rans_hip.hip) does; ninja
+    # said "multiple rules generate .../rans_hip.o"
+    from rocbuild.draft.traps import in_log
+
+    setup = ("from glob import glob\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "CUDAExtension('t._C', glob('t/*.cpp') + glob('t/*.cu'))\n")
+    files = {"setup.py": setup, "t/rans.cpp": '#include "rans.hpp"\nint f() { return 1; }\n',
+             "t/rans.hpp": "#include <cuda_runtime.h>\n", "t/rans_cuda.cu": '#include "rans.hpp"\n__global__ void k() {}\n',
+             "t/other.cpp": '#include "plain.hpp"\n', "t/plain.hpp": "int g();\n", "t/other_cuda.cu": "__global__ void j() {}\n"}
+    t = tree(tmp_path / "src", files)
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "hipify-name-collision"]
+    assert [(p.file, p.with_) for p in hit.evidence.also] == [("t/rans_cuda.cu", "t/rans_cuda_kernels.cu")]
+    line = "  ninja: error: build.ninja:31: multiple rules generate /w/src/build/temp.linux-x86_64-cpython-314/t/rans_hip.o"
+    assert [h.trap.id for h in in_log([(9, line)], BuildFiles.read(t))] == ["hipify-name-collision"]

@@ -298,29 +298,28 @@ def c10_hip_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
-# CUDA's directed-rounding intrinsics (__frcp_rd, __fadd_ru, __dsqrt_rz, ...): clang's HIP headers define them only
+# CUDA's directed-rounding intrinsics (__fadd_rd, __fmul_ru, __fma_rz, ...): clang's HIP headers define them only
 # under OCML_BASIC_ROUNDED_OPERATIONS, a macro that would have to come before the HIP wrapper header every unit
-# includes first. Each call becomes the device library's function that clang's own definition calls
-# (__clang_hip_math.h): the same rounding, the same result.
-ROUNDING = re.compile(r"\b__(?P<op>[fd](?:add|sub|mul|div|sqrt|rcp)|fmaf?)_r(?P<mode>[duz])\(")
-# CUDA's name (without its rounding suffix) -> the device library's operation, width, and the argument a
-# reciprocal divides.
-_OCML = {f"{p}{op}": (("div" if op == "rcp" else op), w, (one if op == "rcp" else ""))
-         for p, w, one in (("f", 32, "1.0f, "), ("d", 64, "1.0, "))
-         for op in ("add", "sub", "mul", "div", "sqrt", "rcp")} | {"fmaf": ("fma", 32, ""), "fma": ("fma", 64, "")}
+# includes first. Each call becomes the device library's function clang's own definition calls
+# (__clang_hip_math.h): the same rounding. ROCm's ocml.bc has add, sub, mul and fma in each rounding mode, and no
+# directed division, reciprocal or square root (__frcp_rd): those are left to a hand edit.
+ROUNDING = re.compile(r"\b__(?P<op>[fd](?:add|sub|mul)|fmaf?)_r(?P<mode>[duz])\(")
+# CUDA's name (without its rounding suffix) -> the device library's operation and width.
+_OCML = {f"{p}{op}": (op, w) for p, w in (("f", 32), ("d", 64)) for op in ("add", "sub", "mul")} | {
+    "fmaf": ("fma", 32), "fma": ("fma", 64)}
 _OCML_MODE = {"d": "rtn", "u": "rtp", "z": "rtz"}
 
 
 def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
-    """Each file's calls of one of CUDA's directed-rounding intrinsics, as one regex edit per intrinsic to the
-    device library's call (__frcp_rd(x) -> __ocml_div_rtn_f32(1.0f, x))."""
+    """Each file's calls of one of CUDA's directed-rounding intrinsics the device library has, as one regex edit per
+    intrinsic to its call (__fadd_rd(x, y) -> __ocml_add_rtn_f32(x, y))."""
     found: list[SourceEdit] = []
     for rel, text in texts.items():
         firsts: dict[str, re.Match[str]] = {}
         for match in ROUNDING.finditer(text):
             firsts.setdefault(match.group(0), match)
         for call, first in firsts.items():
-            name, width, one = _OCML[first.group("op")]
+            name, width = _OCML[first.group("op")]
             found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), rf"\b{re.escape(call)}",
-                                    f"__ocml_{name}_{_OCML_MODE[first.group('mode')]}_f{width}({one}", True))
+                                    f"__ocml_{name}_{_OCML_MODE[first.group('mode')]}_f{width}(", True))
     return found

@@ -31,6 +31,7 @@ from rocbuild.draft.fixes import (
 from rocbuild.draft.masks import (
     FULL,
     SourceEdit,
+    INCLUDE,
     c10_hip_names,
     cucomplex_names,
     cuda_includes,
@@ -345,8 +346,8 @@ def c10_hip(files: BuildFiles) -> Evidence | None:
 
 
 def rounding_calls(files: BuildFiles) -> Evidence | None:
-    """A call of one of CUDA's directed-rounding intrinsics (__frcp_rd, __fadd_ru, __dsqrt_rz), in any C++/CUDA/HIP
-    source of the tree."""
+    """A call of one of CUDA's directed-rounding additions, subtractions, multiplications or fmas (__fadd_ru, __dmul_rz,
+    __fmaf_rd), in any C++/CUDA/HIP source of the tree."""
     return _in_sources(rounding_intrinsics(files.sources))
 
 
@@ -378,12 +379,15 @@ def hipify_collisions(files: BuildFiles) -> Evidence | None:
     x_hip.cpp) and x_cuda.cu (to x_hip.hip) both become x_hip.o, and the link meets every function twice.
     Where setup.py names the .cu file, or lists the folder's sources itself (listdir, glob, walk)."""
     setup = "\n".join(files.setup)
+    changed = _hipify_changes(files.sources)
     by_object: dict[str, list[str]] = {}
     for rel, text in sorted(files.sources.items()):
         if rel.endswith(COMPILED):
-            made = hipified(rel) if rel.endswith(".cu") or CUDA_TOKEN.search(text) else rel
+            made = hipified(rel) if rel.endswith(".cu") or rel in changed else rel
             by_object.setdefault(os.path.splitext(made)[0], []).append(rel)
-    for obj, rels in by_object.items():
+    places: list[SourceEdit] = []
+    first: tuple[int, str, str | None] | None = None
+    for obj, rels in by_object.items():  # every pair (torch-ans: rans and tans), in one fix
         cu = next((r for r in rels if r.endswith(".cu")), None)
         if cu is None or len(rels) < 2:
             continue
@@ -392,12 +396,30 @@ def hipify_collisions(files: BuildFiles) -> Evidence | None:
         found = named or SCANS.search(setup)
         if found is None:
             continue
-        line = setup.count("\n", 0, found.start()) + 1
         copy = os.path.join(os.path.dirname(cu), os.path.splitext(name)[0] + "_kernels.cu")
+        places.append(SourceEdit(cu, 0, "", name if named else "", copy, False))
         others = ", ".join(r for r in rels if r != cu)
-        return Evidence(f"setup.py:{line}", f"{cu} and {others} both compile to {obj}.o once hipified",
-                        name if named else None, "setup.py", (SourceEdit(cu, 0, "", name if named else "", copy, False),))
-    return None
+        first = first or (setup.count("\n", 0, found.start()) + 1, f"{cu} and {others} both compile to {obj}.o once "
+                          "hipified", name if named else None)
+    if first is None:
+        return None
+    return Evidence(f"setup.py:{first[0]}", first[1], first[2], "setup.py", tuple(places))
+
+
+def _hipify_changes(sources: dict[str, str]) -> set[str]:
+    """The sources hipify rewrites, so writes a _hip copy of: those naming CUDA, and those that include one of them
+    (hipify rewrites the include to the copy's name: torch-ans's rans.cpp includes rans.hpp)."""
+    includes = {rel: [m.group("path") for m in INCLUDE.finditer(text)] for rel, text in sources.items()}
+    changed = {rel for rel, text in sources.items() if CUDA_TOKEN.search(text)}
+    grew = True
+    while grew:
+        grew = False
+        for rel, paths in includes.items():
+            if rel not in changed and any(os.path.normpath(os.path.join(os.path.dirname(rel), p)) in changed
+                                          for p in paths):
+                changed.add(rel)
+                grew = True
+    return changed
 
 
 def kernels_as_pointers(files: BuildFiles) -> Evidence | None:
@@ -674,14 +696,16 @@ def _source_edits(what: str, when: str | None = None) -> Callable[[Evidence | No
 
 
 def _renamed_source(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    """The .cu file moved to a name hipify turns into an object of its own (a copy, the original removed), and
+    """Each .cu file moved to a name hipify turns into an object of its own (a copy, the original removed), and
     setup.py pointed at it where it names the file."""
     if files is None or not files.also:
         return None
-    place = files.also[0]
-    renamed = (ReplaceText("setup.py", place.find, os.path.basename(place.with_)),) if place.find else ()
-    return Edits((CopyFile(place.file, place.with_), RemoveFile(place.file), *renamed),
-                 f"compile {place.file} as {place.with_}, a name of its own once hipified")
+    edits: list[CopyFile | RemoveFile | ReplaceText] = []
+    for place in files.also:
+        renamed = [ReplaceText("setup.py", place.find, os.path.basename(place.with_))] if place.find else []
+        edits += [CopyFile(place.file, place.with_), RemoveFile(place.file), *renamed]
+    shown = ", ".join(f"{p.file} as {p.with_}" for p in files.also)
+    return Edits(tuple(edits), f"compile {shown}, a name of its own once hipified")
 
 
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
@@ -808,7 +832,8 @@ TRAPS: tuple[Trap, ...] = (
     Trap("hipify-name-collision", "two sources hipify to one object",
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
          "meets every function twice; the .cu file moves to a name of its own (a copy, the original removed)",
-         _renamed_source, log=(r"multiple definition of .*_hip\.o",), files=hipify_collisions,
+         _renamed_source, log=(r"multiple definition of .*_hip\.o", r"multiple rules generate \S*_hip\.o"),
+         files=hipify_collisions,
          fixes="a copy, a remove and a replace edit"),
     Trap("vendored-library-hipified", "a vendored header library that knows HIP, rewritten by hipify",
          "hipify rewrites a vendored library's `defined(__CUDACC__)` to __HIPCC__, so hipcc takes its CUDA branch "
@@ -841,9 +866,10 @@ TRAPS: tuple[Trap, ...] = (
               r"'(?P<value>\w+)' is not a member of 'c10::hip'"),
          files=c10_hip, fixes="replace edits", names="name"),
     Trap("rounding-intrinsics-hidden", "CUDA's directed-rounding intrinsics, which HIP hides",
-         "clang's HIP headers define __frcp_rd, __fadd_ru, __dsqrt_rz and the rest only under "
-         "OCML_BASIC_ROUNDED_OPERATIONS, which no source can define early enough; each call becomes the device "
-         "library's function (__ocml_div_rtn_f32) that clang's own definition calls: the same rounding",
+         "clang's HIP headers define __fadd_rd, __fmul_ru, __fma_rz and the rest only under "
+         "OCML_BASIC_ROUNDED_OPERATIONS, which no source can define early enough; each add, sub, mul and fma call "
+         "becomes the device library's function (__ocml_add_rtn_f32) clang's own definition calls, the same rounding. "
+         "The library has no directed division, reciprocal or square root (__frcp_rd, __fdiv_ru): a hand edit",
          _source_edits("call the device library's directed-rounding functions"),
          log=(r"use of undeclared identifier '(?P<value>__(?:[fd](?:add|sub|mul|div|sqrt|rcp)|fmaf?)_r[duz])'",),
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
