@@ -873,3 +873,22 @@ def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(t
     assert [(p.file, p.with_) for p in hit.evidence.also] == [("t/rans_cuda.cu", "t/rans_cuda_kernels.cu")]
     line = "  ninja: error: build.ninja:31: multiple rules generate /w/src/build/temp.linux-x86_64-cpython-314/t/rans_hip.o"
     assert [h.trap.id for h in in_log([(9, line)], BuildFiles.read(t))] == ["hipify-name-collision"]
+
+
+def test_cg_reduce_is_written_for_hip_where_cudas_reduce_header_is_included(tmp_path):
+    # ds-splat 0.0.2 and ramnet-ops 0.1.0rc2: `#include <cooperative_groups/reduce.h>` and cg::reduce(tile, v, cg::plus)
+    from rocbuild.draft.masks import CG_REDUCE
+
+    kernel = ('#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\nnamespace cg = cooperative_groups;\n'
+              "__device__ float s(cg::thread_block_tile<32>& t, float v) { return cg::reduce(t, v, cg::plus<float>()); }\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel,
+                                "other.cu": "#include <cooperative_groups.h>\n"})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cg-reduce-missing"]
+    assert hit.evidence.where == "k.cu:2" and len(hit.fix.edits) == 1  # type: ignore[union-attr]
+    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    out = (t / "k.cu").read_text()
+    assert out == kernel.replace("#include <cooperative_groups/reduce.h>", CG_REDUCE)
+    # for HIP only, once per unit, and CUDA's own header everywhere else
+    assert CG_REDUCE.startswith("#if defined(__HIP_PLATFORM_AMD__) && !defined(ROCBUILD_CG_REDUCE)")
+    assert "#elif !defined(__HIP_PLATFORM_AMD__)\n#include <cooperative_groups/reduce.h>\n#endif" in CG_REDUCE
+    assert "cg-reduce-missing" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]

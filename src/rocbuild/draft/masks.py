@@ -323,3 +323,38 @@ def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
             found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), rf"\b{re.escape(call)}",
                                     f"__ocml_{name}_{_OCML_MODE[first.group('mode')]}_f{width}(", True))
     return found
+
+
+# CUDA's <cooperative_groups/reduce.h> (cg::reduce and its operators): HIP's cooperative groups have the tiles and
+# their shfl_xor, not the header. A tile's size is a power of two, so a butterfly over shfl_xor leaves every lane
+# the reduction, as cg::reduce does. In place of the include, for HIP only.
+CG_REDUCE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]cooperative_groups/reduce\.h[>\"][^\n]*$", re.MULTILINE)
+_CG_OP = "template <class T> struct {name} {{ __host__ __device__ T operator()(const T& a, const T& b) const {{ return {body}; }} }};"
+CG_REDUCE = "\n".join([
+    "#if defined(__HIP_PLATFORM_AMD__) && !defined(ROCBUILD_CG_REDUCE)  // rocbuild: HIP has no cooperative_groups/reduce.h",
+    "#define ROCBUILD_CG_REDUCE",
+    "#include <hip/hip_cooperative_groups.h>",
+    "namespace cooperative_groups {",
+    *(_CG_OP.format(name=n, body=b) for n, b in (("plus", "a + b"), ("less", "b < a ? b : a"),
+                                                  ("greater", "a < b ? b : a"), ("bit_and", "a & b"),
+                                                  ("bit_or", "a | b"), ("bit_xor", "a ^ b"))),
+    "template <class Group, class T, class Op> __device__ T reduce(const Group& g, T value, Op op) {",
+    "  for (unsigned offset = g.size() / 2; offset > 0; offset /= 2) value = op(value, g.shfl_xor(value, offset));",
+    "  return value;",
+    "}",
+    "}  // namespace cooperative_groups",
+    "#elif !defined(__HIP_PLATFORM_AMD__)",
+    "#include <cooperative_groups/reduce.h>",
+    "#endif"])
+
+
+def cg_reduce_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each include of <cooperative_groups/reduce.h>, as cg::reduce and its operators written for HIP in its place."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        if CG_REDUCE.splitlines()[0] in text:
+            continue  # written already
+        for match in CG_REDUCE_INCLUDE.finditer(text):
+            whole = match.group(0).strip()
+            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole, CG_REDUCE, False))
+    return found

@@ -33,6 +33,7 @@ from rocbuild.draft.masks import (
     SourceEdit,
     INCLUDE,
     c10_hip_names,
+    cg_reduce_includes,
     cucomplex_names,
     cuda_includes,
     find_masks,
@@ -349,6 +350,12 @@ def rounding_calls(files: BuildFiles) -> Evidence | None:
     """A call of one of CUDA's directed-rounding additions, subtractions, multiplications or fmas (__fadd_ru, __dmul_rz,
     __fmaf_rd), in any C++/CUDA/HIP source of the tree."""
     return _in_sources(rounding_intrinsics(files.sources))
+
+
+def cg_reduce(files: BuildFiles) -> Evidence | None:
+    """An include of CUDA's <cooperative_groups/reduce.h> (cg::reduce over a tile), in any C++/CUDA/HIP source of
+    the tree."""
+    return _in_sources(cg_reduce_includes(files.sources))
 
 
 def renamed_api(files: BuildFiles) -> Evidence | None:
@@ -974,6 +981,13 @@ TRAPS: tuple[Trap, ...] = (
                                    r"no ROCm-capable device is detected",
                                    r"['\"/](?:rocminfo|rocm_agent_enumerator|amdgpu-arch|rocm-smi)['\"].{0,20}returned non-zero"),
          draft=False, fixes="by hand"),
+    Trap("cg-reduce-missing", "CUDA's cooperative_groups/reduce.h, which HIP lacks",
+         "HIP's cooperative groups have thread_block_tile and its shfl_xor, but not cg::reduce and its operators "
+         "(cg::plus, cg::less, ...); in place of the include, for HIP, a butterfly over the tile's shfl_xor that "
+         "leaves every lane the reduction, as cg::reduce does (a tile's size is a power of two)",
+         _source_edits("write cg::reduce for HIP where cooperative_groups/reduce.h is included"),
+         log=(r"fatal error: '?(?P<value>cooperative_groups/reduce\.h)'?:? (?:file not found|No such file)",),
+         files=cg_reduce, fixes="replace edits"),
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
          "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX), nor NVVM's PTX intrinsics "
