@@ -329,7 +329,8 @@ def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
 # their shfl_xor, not the header. A tile's size is a power of two, so a butterfly over shfl_xor leaves every lane
 # the reduction, as cg::reduce does. In place of the include, for HIP only.
 CG_REDUCE_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]cooperative_groups/reduce\.h[>\"][^\n]*$", re.MULTILINE)
-_CG_OP = "template <class T> struct {name} {{ __host__ __device__ T operator()(const T& a, const T& b) const {{ return {body}; }} }};"
+_CG_OP = ("template <class T> struct {name} {{ __host__ __device__ T operator()(const T& a, const T& b) const "
+          "{{ return {body}; }} }};")
 CG_REDUCE = "\n".join([
     "#if defined(__HIP_PLATFORM_AMD__) && !defined(ROCBUILD_CG_REDUCE)  // rocbuild: HIP has no cooperative_groups/reduce.h",
     "#define ROCBUILD_CG_REDUCE",

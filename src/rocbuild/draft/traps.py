@@ -30,8 +30,8 @@ from rocbuild.draft.fixes import (
 )
 from rocbuild.draft.masks import (
     FULL,
-    SourceEdit,
     INCLUDE,
+    SourceEdit,
     c10_hip_names,
     cg_reduce_includes,
     cucomplex_names,
@@ -388,7 +388,7 @@ def hipify_collisions(files: BuildFiles) -> Evidence | None:
     setup = "\n".join(files.setup)
     changed = _hipify_changes(files.sources)
     by_object: dict[str, list[str]] = {}
-    for rel, text in sorted(files.sources.items()):
+    for rel in sorted(files.sources):
         if rel.endswith(COMPILED):
             made = hipified(rel) if rel.endswith(".cu") or rel in changed else rel
             by_object.setdefault(os.path.splitext(made)[0], []).append(rel)
