@@ -892,3 +892,19 @@ def test_cg_reduce_is_written_for_hip_where_cudas_reduce_header_is_included(tmp_
     assert CG_REDUCE.startswith("#if defined(__HIP_PLATFORM_AMD__) && !defined(ROCBUILD_CG_REDUCE)")
     assert "#elif !defined(__HIP_PLATFORM_AMD__)\n#include <cooperative_groups/reduce.h>\n#endif" in CG_REDUCE
     assert "cg-reduce-missing" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+def test_calls_hip_declares_in_another_form_take_the_form_both_declare(tmp_path):
+    # ramnet-ops 0.1.0rc2: __floats2bfloat162_rn(v.x, v.y), which HIP's bf16 header lacks; torch-projectors 0.13.1:
+    # cudaMalloc3DArray(&a, &desc, extent), whose flags HIP's takes without a default
+    kernel = ("__device__ __nv_bfloat162 c(const float2 &v) { return __floats2bfloat162_rn(v.x, v.y); }\n"
+              "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent);\n"
+              "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "hip-form-differs"]
+    assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
+    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert (t / "k.cu").read_text() == (
+        "__device__ __nv_bfloat162 c(const float2 &v) { return __float22bfloat162_rn(make_float2(v.x, v.y)); }\n"
+        "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent, 0);\n"
+        "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")

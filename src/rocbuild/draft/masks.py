@@ -301,8 +301,9 @@ def c10_hip_names(texts: Mapping[str, str]) -> list[SourceEdit]:
 # CUDA's directed-rounding intrinsics (__fadd_rd, __fmul_ru, __fma_rz, ...): clang's HIP headers define them only
 # under OCML_BASIC_ROUNDED_OPERATIONS, a macro that would have to come before the HIP wrapper header every unit
 # includes first. Each call becomes the device library's function clang's own definition calls
-# (__clang_hip_math.h): the same rounding. ROCm's ocml.bc has add, sub, mul and fma in each rounding mode, and no
-# directed division, reciprocal or square root (__frcp_rd): those are left to a hand edit.
+# (__clang_hip_math.h): the same rounding. The ocml.bc of ROCm 6.4 and 7.2 has add, sub, mul and fma in each
+# rounding mode (5.2's, Debian 12's, has none), and no directed division, reciprocal or square root (__frcp_rd):
+# those are left to a hand edit.
 ROUNDING = re.compile(r"\b__(?P<op>[fd](?:add|sub|mul)|fmaf?)_r(?P<mode>[duz])\(")
 # CUDA's name (without its rounding suffix) -> the device library's operation and width.
 _OCML = {f"{p}{op}": (op, w) for p, w in (("f", 32), ("d", 64)) for op in ("add", "sub", "mul")} | {
@@ -358,4 +359,27 @@ def cg_reduce_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
         for match in CG_REDUCE_INCLUDE.finditer(text):
             whole = match.group(0).strip()
             found.append(SourceEdit(rel, _line(text, match.start()), whole, whole, CG_REDUCE, False))
+    return found
+
+
+# CUDA calls HIP declares in another form, each rewritten to one that means the same to both: HIP's bf16 header
+# has no __floats2bfloat162_rn(a, b) but __float22bfloat162_rn(float2) (ramnet-ops); HIP's hipMalloc3DArray
+# takes its `flags` without a default (torch-projectors); CUDA's default is 0. Arguments with parentheses of their
+# own are left to a hand edit.
+_ARG = r"[^(),;]+"
+HIP_FORMS = (
+    (re.compile(rf"\b__floats2bfloat162_rn\(\s*({_ARG}),\s*({_ARG})\)"), r"__float22bfloat162_rn(make_float2(\1, \2))"),
+    (re.compile(rf"\bcudaMalloc3DArray\(\s*({_ARG}),\s*({_ARG}),\s*({_ARG})\)"), r"cudaMalloc3DArray(\1, \2, \3, 0)"),
+)
+
+
+def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file's calls HIP declares in another form, as one regex edit per form to the one both take."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        for pattern, form in HIP_FORMS:
+            first = pattern.search(text)
+            if first is not None:
+                found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), pattern.pattern,
+                                        form, True))
     return found

@@ -37,6 +37,7 @@ from rocbuild.draft.masks import (
     cucomplex_names,
     cuda_includes,
     find_masks,
+    hip_forms,
     hipified,
     kernel_pointers,
     read_sources,
@@ -356,6 +357,12 @@ def cg_reduce(files: BuildFiles) -> Evidence | None:
     """An include of CUDA's <cooperative_groups/reduce.h> (cg::reduce over a tile), in any C++/CUDA/HIP source of
     the tree."""
     return _in_sources(cg_reduce_includes(files.sources))
+
+
+def other_forms(files: BuildFiles) -> Evidence | None:
+    """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
+    in any C++/CUDA/HIP source of the tree."""
+    return _in_sources(hip_forms(files.sources))
 
 
 def renamed_api(files: BuildFiles) -> Evidence | None:
@@ -876,10 +883,19 @@ TRAPS: tuple[Trap, ...] = (
          "clang's HIP headers define __fadd_rd, __fmul_ru, __fma_rz and the rest only under "
          "OCML_BASIC_ROUNDED_OPERATIONS, which no source can define early enough; each add, sub, mul and fma call "
          "becomes the device library's function (__ocml_add_rtn_f32) clang's own definition calls, the same rounding. "
-         "The library has no directed division, reciprocal or square root (__frcp_rd, __fdiv_ru): a hand edit",
-         _source_edits("call the device library's directed-rounding functions"),
+         "ROCm 6.4's and 7.2's device libraries have them (5.2's has none), and no directed division, reciprocal "
+         "or square root (__frcp_rd, __fdiv_ru): those need a hand edit",
+         _source_edits("call the device library's directed-rounding functions", "${{ rocm.version >= '6.4' }}"),
          log=(r"use of undeclared identifier '(?P<value>__(?:[fd](?:add|sub|mul|div|sqrt|rcp)|fmaf?)_r[duz])'",),
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
+    Trap("hip-form-differs", "a CUDA call HIP declares in another form",
+         "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
+         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), and hipMalloc3DArray takes its flags "
+         "without CUDA's default of 0; each call becomes the form both take, one regex edit per file and form",
+         _source_edits("call the form HIP declares too"),
+         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn)'",
+              r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
+         files=other_forms, fixes="replace edits", names="call"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
          "hipify maps cuComplex.h to hip/hip_complex.h but leaves its types and functions (cuFloatComplex, cuCrealf, "
          "cuCaddf, make_cuFloatComplex) as they are; HIP declares each under the hip prefix: one regex edit per file",

@@ -1,0 +1,68 @@
+"""What the trap catalogue writes into sources compiles for a GPU with a real HIP compiler: cg::reduce written for
+HIP where CUDA's cooperative_groups/reduce.h was included (cg-reduce-missing), with this machine's hipcc for
+gfx1030; and CUDA's directed-rounding intrinsics turned into the device library's calls (rounding-intrinsics-hidden),
+with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them). A function the device
+library lacks fails the device link `hipcc -c` runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rocbuild.draft.masks import rounding_intrinsics
+from rocbuild.draft.traps import BuildFiles, in_build_files
+from rocbuild.engine.patch import apply_replace
+from rocbuild.plan.model import ReplacePatch
+from tests.integration.test_build_roots import rocbuild, root  # noqa: F401  (the session's ROCm 7.2 root)
+
+REDUCE = """\
+#include <hip/hip_runtime.h>
+#include <hip/hip_cooperative_groups.h>  // what hipify makes of <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+__global__ void k(float* x, int* y) {
+  auto tile = cg::tiled_partition<32>(cg::this_thread_block());
+  x[threadIdx.x] = cg::reduce(tile, x[threadIdx.x], cg::plus<float>());
+  y[threadIdx.x] = cg::reduce(tile, y[threadIdx.x], cg::greater<int>());
+}
+"""
+ROUNDING = """\
+#include <hip/hip_runtime.h>
+__global__ void k(float* x, double* z) {
+  x[threadIdx.x] = __fadd_rd(x[0], x[1]) + __fmul_ru(x[2], x[3]) + __fmaf_rz(x[0], x[1], x[2]);
+  z[threadIdx.x] = __dsub_rd(z[0], z[1]) + __fma_ru(z[0], z[1], z[2]);
+}
+"""
+
+
+def fixed(tree: Path, source: str, trap: str) -> str:
+    """`source` as k.hip in `tree`, with the fix the drafter writes for `trap` applied."""
+    (tree / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n")
+    (tree / "k.hip").write_text(source)
+    (hit,) = [h for h in in_build_files(BuildFiles.read(tree)) if h.trap.id == trap]
+    for edit in hit.fix.edits:  # type: ignore[union-attr]
+        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
+                                   count=None, where="test"), tree)
+    return (tree / "k.hip").read_text()
+
+
+@pytest.mark.hipcc
+def test_cg_reduce_written_for_hip_compiles_and_links_device_code(tmp_path: Path) -> None:
+    assert "cooperative_groups/reduce.h>\n#endif" in fixed(tmp_path, REDUCE, "cg-reduce-missing")
+    # HIP_PLATFORM: where nvcc is installed too, hipcc would take the NVIDIA platform (trap hip-platform-nvidia)
+    done = subprocess.run(["hipcc", "--offload-arch=gfx1030", "-c", "k.hip", "-o", "k.o"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "HIP_PLATFORM": "amd"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1030" in (tmp_path / "k.o").read_bytes()
+
+
+@pytest.mark.root
+@pytest.mark.network
+def test_directed_rounding_as_the_device_librarys_calls_links_in_rocm_7_2(root: str, tmp_path: Path) -> None:  # noqa: F811
+    assert not rounding_intrinsics({"k.hip": fixed(tmp_path, ROUNDING, "rounding-intrinsics-hidden")})
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
