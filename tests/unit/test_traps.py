@@ -352,16 +352,22 @@ def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
                                 "k.cu": "CHECK_CUDA(cudaFuncGetAttributes(&attrs, empty_k));\n"
                                         "cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);\n"
                                         "cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(done_k));\n"
-                                        # vLLM 0.33.0: a template list the kernel pattern would cut at its first comma
+                                        # vLLM 0.33.0 and fused-lncc 0.1.0: a template list with commas, cast whole
                                         "cudaFuncSetAttribute(gemm_k<batch, m, k>, cudaFuncAttributeMaxDynamicSharedMemorySize,"
-                                        " n);\n"})
+                                        " n);\n"
+                                        # a list holding parentheses is left to a hand edit
+                                        "cudaFuncSetAttribute(deep_k<(n + 1), m>, cudaFuncAttributePreferredSharedMemoryCarveout,"
+                                        " 50);\n"})
     hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t, torch=False))}
     fix = hits["kernel-as-pointer"].fix
     assert [(e.find, e.with_) for e in fix.edits] == [
         ("CHECK_CUDA(cudaFuncGetAttributes(&attrs, empty_k));",
          "CHECK_CUDA(cudaFuncGetAttributes(&attrs, reinterpret_cast<const void*>(empty_k)));"),
         ("cudaFuncSetAttribute(kern<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);",
-         "cudaFuncSetAttribute(reinterpret_cast<const void*>(kern<T>), cudaFuncAttributeMaxDynamicSharedMemorySize, n);")]
+         "cudaFuncSetAttribute(reinterpret_cast<const void*>(kern<T>), cudaFuncAttributeMaxDynamicSharedMemorySize, n);"),
+        ("cudaFuncSetAttribute(gemm_k<batch, m, k>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);",
+         "cudaFuncSetAttribute(reinterpret_cast<const void*>(gemm_k<batch, m, k>), "
+         "cudaFuncAttributeMaxDynamicSharedMemorySize, n);")]
 
 
 def test_the_draft_drops_every_cuda_only_flag_hipcc_is_given_in_one_fix(tmp_path):
@@ -908,3 +914,27 @@ def test_calls_hip_declares_in_another_form_take_the_form_both_declare(tmp_path)
         "__device__ __nv_bfloat162 c(const float2 &v) { return __float22bfloat162_rn(make_float2(v.x, v.y)); }\n"
         "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent, 0);\n"
         "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")
+
+
+def test_pkg_resources_is_required_by_its_name_and_brought_by_a_setuptools_that_has_it(tmp_path):
+    # FastGeodis 1.0.5: `import pkg_resources` in setup.py; setuptools 82 removed it, and the root's is newer
+    from rocbuild.plan.buildenv import distribution_of
+
+    setup = ("import pkg_resources\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "setup(name='g', ext_modules=[CUDAExtension('g._C', ['k.cu'])])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    recipe = yaml.safe_load(draft_recipe("g", "g==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert "pkg_resources" in recipe["requires"]["python"]
+    assert distribution_of("pkg_resources") == "setuptools<82"
+
+
+def test_a_setup_py_running_nvcc_on_its_sources_explains_a_cpu_only_build(tmp_path):
+    # cuda-kernels 0.2.0: `cmd = ['nvcc'] + nvcc_flags + [source, '-o', output]`, failures degraded to a CPU-only wheel
+    setup = ("import subprocess\nv = subprocess.check_output(['nvcc', '--version'])\n"
+             "cmd = ['nvcc'] + ['-O3', '--shared'] + ['k.cu', '-o', 'k.so']\n")
+    files = BuildFiles.read(tree(tmp_path / "a", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"}))
+    (hit,) = [h for h in in_findings([("cpu_only", "no device code")], files) if h.trap.id == "nvcc-build-of-its-own"]
+    assert hit.files is not None and hit.files.where == "setup.py:3" and hit.fix is None
+    # nvcc asked for its version alone is nvcc-version-probe's, not this
+    files = BuildFiles.read(tree(tmp_path / "b", {"setup.py": setup.splitlines()[1] + "\n", "k.cu": ""}))
+    assert "nvcc-build-of-its-own" not in [h.trap.id for h in in_findings([("cpu_only", "")], files)]

@@ -83,10 +83,11 @@ def cuda_includes(texts: Mapping[str, str], headers: dict[str, str]) -> list[Sou
 
 # CUDA's runtime has template overloads that take a kernel itself; HIP's take `const void*` only, and clang
 # finds no matching function. The kernel argument: the second of cudaFuncGetAttributes, the first of the others.
+# A kernel's name, with one template argument list (fused-lncc's `lncc_fwd<h, S>`, commas and all).
+_KERNEL = r"(?P<kernel>[A-Za-z_][\w:]*(?:\s*<[^<>;(){}]*>)?)"
 KERNEL_SECOND = re.compile(r"\bcudaFuncGetAttributes\(\s*(?P<first>[^,()]+(?:\([^()]*\))?)\s*,\s*"
-                           r"(?P<kernel>[A-Za-z_][\w:<>]*)\s*\)")
-KERNEL_FIRST = re.compile(r"\bcudaFunc(?:SetAttribute|SetCacheConfig|SetSharedMemConfig)\(\s*"
-                          r"(?P<kernel>[A-Za-z_][\w:<>]*)\s*,")
+                           + _KERNEL + r"\s*\)")
+KERNEL_FIRST = re.compile(r"\bcudaFunc(?:SetAttribute|SetCacheConfig|SetSharedMemConfig)\(\s*" + _KERNEL + r"\s*,")
 
 
 def kernel_pointers(texts: Mapping[str, str]) -> list[SourceEdit]:

@@ -269,7 +269,8 @@ def _imports(tree: Path, setup: PyFacts) -> list[str]:
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())  # Python >= 3.10
     wanted = {"setuptools", "wheel", "ninja"}  # ninja: cpp_extension compiles serially without it
     for module in [*setup.imports, *_setup_requires(tree / "setup.py")]:
-        name = "setuptools" if module in ("pkg_resources", "distutils") else module
+        # pkg_resources is kept by its name: the build environment brings it with a setuptools that still has it
+        name = "setuptools" if module == "distutils" else module
         if name not in stdlib and name not in local and name != "torch" and not name.startswith("_"):
             wanted.add(name)
     return sorted(wanted)

@@ -259,6 +259,15 @@ def phantom_extension(files: BuildFiles) -> Evidence | None:
     return None
 
 
+def nvcc_build(files: BuildFiles) -> Evidence | None:
+    """setup.py compiles its .cu sources with nvcc itself (`cmd = ['nvcc'] + flags + [source, '-o', out]`,
+    cuda-kernels'), not through torch's cpp_extension, so nothing hipifies them."""
+    for number, line in enumerate(files.setup, 1):
+        if re.search(r"""\[\s*["']nvcc["']\s*(?:\]\s*\+|,)""", line) and not re.search(r"""["'](?:-V|--version)["']""", line):
+            return Evidence(f"setup.py:{number}", line.strip(), "nvcc", "setup.py")
+    return None
+
+
 def nvcc_version_probe(files: BuildFiles) -> Evidence | None:
     """setup.py asks nvcc for CUDA's version (`subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], ...)`,
     apex's get_cuda_bare_metal_version and its copies): there is no nvcc, and CUDA_HOME is None on a ROCm torch."""
@@ -1010,8 +1019,15 @@ TRAPS: tuple[Trap, ...] = (
          "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()): no package brings them; the code that uses them must be "
          "ported, or left out of the ROCm build, by hand",
          lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
-                                   r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'"),
+                                   r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'",
+                                   r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)"),
          draft=False, fixes="by hand", names="CUDA feature"),
+    Trap("nvcc-build-of-its-own", "setup.py compiles its CUDA sources with nvcc itself",
+         "setup.py runs nvcc on its .cu files itself instead of torch's cpp_extension, which hipifies them; there "
+         "is no nvcc here, and hipcc takes CUDA sources only once hipified: a port by hand (a CUDAExtension, or "
+         "hipify and hipcc in its build)", lambda _f, _e: None, findings=CPU_ONLY,
+         log=(r"No such file or directory: '(?P<value>nvcc)'",), after_failure=nvcc_build, draft=False,
+         fixes="by hand"),
     Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
          "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
          "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",

@@ -23,9 +23,11 @@ else:  # pragma: no cover - Python 3.10
     pass
 
 # Import names whose distribution is called something else.
+# The distribution that brings a module of another name. setuptools 82 removed pkg_resources (FastGeodis's setup.py
+# imports it); 81 is the last that has it.
 MODULE_DISTRIBUTIONS = {
     "yaml": "PyYAML", "skbuild": "scikit-build", "PIL": "Pillow", "cv2": "opencv-python", "attr": "attrs",
-    "pkg_resources": "setuptools", "sklearn": "scikit-learn", "dateutil": "python-dateutil",
+    "pkg_resources": "setuptools<82", "sklearn": "scikit-learn", "dateutil": "python-dateutil",
     "OpenSSL": "pyOpenSSL", "google.protobuf": "protobuf", "Cython": "cython",
 }
 # Never installed into the build environment: an extension must build against the target python's own.

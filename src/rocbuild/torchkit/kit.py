@@ -97,6 +97,9 @@ IS_COMPILED = 'return hasattr(torch._C, "_cuda_getDeviceCount")'
 # torch.cuda.is_available() then asks the runtime, which Debian's CPU torch._C lacks (AttributeError, where a
 # real ROCm torch on a machine without a GPU says False; torch-scatter's setup.py asks it even with FORCE_CUDA).
 DEVICE_COUNT = "return torch._C._cuda_getDeviceCount() > 0"
+# torch.cuda.device_count() asks the same runtime when amdsmi gives no count (stainx's setup.py asks it): a ROCm
+# torch on a machine without a GPU says 0.
+NO_SMI_COUNT = "r = torch._C._cuda_getDeviceCount() if nvml_count < 0 else nvml_count"
 # Not patched: torch.backends.cuda.is_built() (torch._C._has_cuda), true in a ROCm build and false here. torch's
 # own import (torch/_native) registers CUDA kernels where it says true, which Debian's CPU torch._C lacks.
 

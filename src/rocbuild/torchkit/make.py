@@ -28,6 +28,7 @@ from rocbuild.torchkit.kit import (
     HIPIFY_INCLUDES,
     IS_COMPILED,
     MARKER,
+    NO_SMI_COUNT,
     SOURCE_LAYOUT,
     THC_HEADERS,
     UNREADABLE_HEADERS,
@@ -257,8 +258,13 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
     if IS_COMPILED not in text:
         raise StepFailed(f"torch kit: {cuda} no longer holds `{IS_COMPILED}`",
                          hint="this torch release tells a GPU build apart otherwise: teach torchkit/kit.py its way")
+    for needed in (DEVICE_COUNT, NO_SMI_COUNT):
+        if needed not in text:
+            raise StepFailed(f"torch kit: {cuda} no longer holds `{needed}`",
+                             hint="this torch release counts GPUs otherwise: teach torchkit/kit.py its way")
     text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
-    cuda.write_text(text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1))
+    text = text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1)
+    cuda.write_text(text.replace(NO_SMI_COUNT, "r = 0  # rocbuild: a build-only ROCm torch sees no GPU", 1))
     _rocm_home(home)
     shutil.rmtree(plan.build / "src", ignore_errors=True)  # hipified and installed: 50 MB of no further use
 
