@@ -938,3 +938,16 @@ def test_a_setup_py_running_nvcc_on_its_sources_explains_a_cpu_only_build(tmp_pa
     # nvcc asked for its version alone is nvcc-version-probe's, not this
     files = BuildFiles.read(tree(tmp_path / "b", {"setup.py": setup.splitlines()[1] + "\n", "k.cu": ""}))
     assert "nvcc-build-of-its-own" not in [h.trap.id for h in in_findings([("cpu_only", "")], files)]
+
+
+def test_a_gpu_probe_followed_by_questions_to_the_device_is_left_to_its_no_gpu_path(tmp_path):
+    # stainx 0.1.6: `self.cuda_available = torch.cuda.is_available()`, then torch.cuda.current_device() when true;
+    # made True, setup.py asked a GPU there is none of. Its gates (`if torch.cuda.is_available():`) are still made True.
+    setup = ("import torch\nfrom torch.utils.cpp_extension import CUDAExtension\nclass Info:\n    def __init__(self):\n"
+             "        self.cuda_available = torch.cuda.is_available()\n        if not self.cuda_available:\n"
+             "            self.cc = 75\n            return\n        self.device = torch.cuda.current_device()\n"
+             "if torch.cuda.is_available():\n    info = Info()\n    ext = [CUDAExtension('s._C', ['k.cu'])]\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    _apply_draft_patches(t, draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    out = (t / "setup.py").read_text()
+    assert "        self.cuda_available = torch.cuda.is_available()\n" in out and "\nif True:\n" in out

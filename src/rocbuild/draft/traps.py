@@ -76,6 +76,7 @@ class Evidence:
     value: str | None = None  # what the fix is made from: a variable, a flag, a module, a package
     file: str | None = None  # the build file the fix edits
     also: tuple[SourceEdit, ...] = ()  # the places one fix edits across the sources (warp masks, includes)
+    keep: tuple[str, ...] = ()  # what stands before a match the fix leaves as it is (a probe that asks the device)
 
 
 @dataclass
@@ -175,11 +176,28 @@ def gpu_probe(files: BuildFiles) -> Evidence | None:
             # cpp_extension's CUDA_HOME is None on a ROCm torch (no nvcc): a test of it goes with the probe.
             probes = ["torch.cuda.is_available()"] + (
                 ["CUDA_HOME is not None"] if any("CUDA_HOME is not None" in line for line in files.setup) else [])
-            return Evidence(where, files.setup[number - 1].strip(), "|".join(probes), "setup.py")
+            return Evidence(where, files.setup[number - 1].strip(), "|".join(probes), "setup.py",
+                            keep=_device_asked(files.setup))
     for number, line in enumerate(files.setup, 1):
         if "torch.has_cuda" in line:
             return Evidence(f"setup.py:{number}", line.strip(), "torch.has_cuda", "setup.py")
     return None
+
+
+DEVICE_QUERY = re.compile(r"\btorch\.cuda\.(?:current_device|get_device_name|get_device_capability|get_device_properties)\(")
+
+
+def _device_asked(setup: list[str]) -> tuple[str, ...]:
+    """What stands before each `torch.cuda.is_available()` that the next lines follow with a question to the device
+    (stainx's `self.cuda_available = torch.cuda.is_available()`, then `torch.cuda.current_device()`): made True, it
+    would ask a GPU there is none of; left as it is, the package takes its own no-GPU path there."""
+    kept = []
+    for number, line in enumerate(setup):
+        at = line.find("torch.cuda.is_available()")
+        if at >= 0 and any(DEVICE_QUERY.search(after) for after in setup[number + 1:number + 12]) \
+                and not line.lstrip().startswith(("if ", "elif ")):
+            kept.append(line[:at])
+    return tuple(kept)
 
 
 # What a ROCm torch says to a setup.py that tests for CUDA's toolkit: neither is set, and cpp_extension
@@ -663,12 +681,16 @@ def _gpu_branch(files: Evidence | None, _failure: Evidence | None) -> Fix | None
         return None
     probes = files.value.split("|")
     said = " and ".join(probes)
-    if len(probes) == 1:
+    # a probe the package follows with questions to the device stays (fixed-width look-behinds of what precedes it)
+    unless = "".join(f"(?<!{re.escape(before)})" for before in dict.fromkeys(files.keep))
+    left = ", but where setup.py then asks the device" if files.keep else ""
+    if len(probes) == 1 and not unless:
         return ReplaceText(files.file, probes[0], "True", says=f"{said} is True in {files.file}: the GPU branch is "
                            "taken, as on a machine with a GPU")
-    return ReplaceText(files.file, "|".join(_qualified(p) for p in probes), "True", regex=True,
-                       says=f"{said} are True in {files.file}: the GPU branch is taken, as on a machine with a GPU "
-                            "(CUDA_HOME is None on a ROCm torch)")
+    return ReplaceText(files.file, unless + "(?:" + "|".join(_qualified(p) for p in probes) + ")", "True", regex=True,
+                       says=f"{said} {'is' if len(probes) == 1 else 'are'} True in {files.file}{left}: the GPU branch "
+                            "is taken, as on a machine with a GPU" + (" (CUDA_HOME is None on a ROCm torch)"
+                                                                     if len(probes) > 1 else ""))
 
 
 def _qualified(test: str) -> str:
