@@ -67,6 +67,8 @@ FAMILIES = {
     "rounding-intrinsics.log": ("compiler", "use of undeclared identifier '__frcp_rd'", "rounding-intrinsics-hidden"),
     "c10-hip-names.log": ("compiler", "no type named 'HIPGuard' in namespace 'c10::hip'", "c10-hip-names-removed"),
     "cuda-version-read.log": ("python", "AttributeError: 'NoneType' object has no attribute 'replace'", "rocm-selector-unset"),
+    "cg-reduce-missing.log": ("compiler", "'cooperative_groups/reduce.h' file not found", "cg-reduce-missing"),
+    "hip-form-differs.log": ("compiler", "use of undeclared identifier '__floats2bfloat162_rn'", "hip-form-differs"),
     "vendored-library-hipified.log": ("compiler", 'error: "GLM requires CUDA 7.0 or higher"', "vendored-library-hipified"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
