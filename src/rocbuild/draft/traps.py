@@ -363,8 +363,9 @@ def cuda_headers(files: BuildFiles) -> Evidence | None:
 
 
 def vendored_hip(files: BuildFiles) -> Evidence | None:
-    """A header of a vendored library that has a HIP branch of its own (GLM's __HIP__) and names CUDA's macros
-    hipify rewrites (__CUDACC__, CUDA_VERSION), in a third_party/ (vendor/, external/, ...) folder of the tree."""
+    """A header of a vendored library that has a HIP branch of its own (GLM's __HIP__), in a third_party/ (vendor/,
+    external/, ...) folder of the tree, which the package's sources include or which names CUDA's macros hipify
+    rewrites (__CUDACC__, CUDA_VERSION)."""
     return _in_sources(vendored_hip_headers(files.sources))
 
 
@@ -428,7 +429,7 @@ def hipify_collisions(files: BuildFiles) -> Evidence | None:
             by_object.setdefault(os.path.splitext(made)[0], []).append(rel)
     places: list[SourceEdit] = []
     first: tuple[int, str, str | None] | None = None
-    for obj, rels in by_object.items():  # every pair (torch-ans: rans and tans), in one fix
+    for obj, rels in by_object.items():  # every pair, in one fix
         cu = next((r for r in rels if r.endswith(".cu")), None)
         if cu is None or len(rels) < 2:
             continue
