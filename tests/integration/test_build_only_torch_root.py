@@ -59,7 +59,8 @@ version: "0.1"
 source: {path: addone}
 requires:
   torch: rocm
-  python: [setuptools, wheel]
+  # ninja: cpp_extension's ninja path is the one that takes PYTORCH_NVCC (the ccache link); a fresh root has none
+  python: [setuptools, wheel, ninja]
 env:
   ROCM_HOME: "${{ torch.rocm_home or rocm.path }}"
   PYTORCH_ROCM_ARCH: "${{ archs | join(';') }}"
