@@ -951,3 +951,15 @@ def test_a_gpu_probe_followed_by_questions_to_the_device_is_left_to_its_no_gpu_p
     _apply_draft_patches(t, draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
     out = (t / "setup.py").read_text()
     assert "        self.cuda_available = torch.cuda.is_available()\n" in out and "\nif True:\n" in out
+
+
+def test_a_cuda_library_linked_by_name_is_dropped_by_the_drafter(tmp_path):
+    # stainx 0.1.6: extra_link_args=["-lcudart"] cost a try (ld: cannot find -lcudart) before the drafter knew it
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+             "ext = CUDAExtension('s._C', ['k.cu'], extra_link_args=['-O2', '-lcudart'])\n"
+             "setup(name='s', ext_modules=[ext], cmdclass={'build_ext': BuildExtension})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cuda-library-linked"]
+    assert hit.evidence.where == "setup.py:3"
+    _apply_draft_patches(t, draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert "extra_link_args=['-O2'])" in (t / "setup.py").read_text()

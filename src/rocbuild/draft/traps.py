@@ -535,13 +535,25 @@ CLANG_WHAT = "|".join(sorted(HEADER_OF, key=len, reverse=True))
 def linked_library(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """Where setup.py links the CUDA library the linker could not find: `-lcuda` among the link flags, or
     'cuda' in a `libraries=` list."""
-    lib = re.escape(failure.group("value"))
+    return _linked(files, failure.group("value"))
+
+
+def _linked(files: BuildFiles, name: str) -> Evidence | None:
+    lib = re.escape(name)
     for number, line in enumerate(files.setup, 1):
         match = re.search(rf"""(["'])(-l{lib})\1""", line) or (
             re.search(rf"""(["'])({lib})\1""", line) if "libraries" in line else None)
         if match:
             return Evidence(f"setup.py:{number}", line.strip(), match.group(2), "setup.py")
     return None
+
+
+def cuda_libraries(files: BuildFiles) -> Evidence | None:
+    """setup.py links one of CUDA's libraries by name (`'-lcudart'` among the link flags, `'cuda'` in a `libraries=`
+    list; stainx's): there is none on ROCm, whatever branch names it."""
+    if files.torch is None:
+        return None
+    return next((found for lib in ("cudart", "cuda", "nvToolsExt") if (found := _linked(files, lib))), None)
 
 
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
@@ -993,7 +1005,7 @@ TRAPS: tuple[Trap, ...] = (
          "the extension to HIP's runtime, which stands for both, and there is no libcuda: the name is dropped",
          lambda files, _f: _drop_flag(files, None),
          log=(r"(?:cannot find|unable to find library) -l(?P<value>cuda|cudart|nvToolsExt)\b",),
-         locate=linked_library, draft=False, fixes="a replace edit", names="library"),
+         locate=linked_library, files=cuda_libraries, fixes="a replace edit", names="library"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
