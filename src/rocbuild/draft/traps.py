@@ -47,7 +47,15 @@ from rocbuild.draft.masks import (
     vendored_hip_headers,
 )
 from rocbuild.draft.pysrc import EnvRead, read_python
-from rocbuild.draft.torch_reading import AUTO_CUDA, CUDA_FLAG, FORCE, SELECTOR, TorchReading, read_torch
+from rocbuild.draft.torch_reading import (
+    AUTO_CUDA,
+    CUDA_FLAG,
+    FORCE,
+    SELECTOR,
+    VENDOR_DIRS,
+    TorchReading,
+    read_torch,
+)
 
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
 # build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
@@ -899,8 +907,8 @@ TRAPS: tuple[Trap, ...] = (
          "rewritten one to a _hip name its .inl files never include (every definition twice); hipify's breadcrumb "
          "put first in those headers makes hipify leave the library as it is",
          _source_edits("keep hipify out of the vendored library that knows HIP"),
-         log=(r'error: "GLM requires CUDA', r"/(?:third_party|thirdparty|third-party|3rdparty|external|extern|vendor"
-              r"|deps)/\S*_hip\.(?:h|hpp|hh|cuh):\d+:\d+: error: "),
+         log=(r'error: "GLM requires CUDA', r"/(?:" + "|".join(map(re.escape, VENDOR_DIRS))
+              + r")/\S*_hip\.(?:h|hpp|hh|cuh):\d+:\d+: error: "),
          files=vendored_hip, fixes="replace edits"),
     Trap("cuda-only-header", "a CUDA header hipify does not translate",
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "

@@ -255,13 +255,11 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
     (torch / "version.py").write_text(version_py(plan.info, home))
     cuda = torch / "cuda" / "__init__.py"
     text = cuda.read_text()
-    if IS_COMPILED not in text:
-        raise StepFailed(f"torch kit: {cuda} no longer holds `{IS_COMPILED}`",
-                         hint="this torch release tells a GPU build apart otherwise: teach torchkit/kit.py its way")
-    for needed in (DEVICE_COUNT, NO_SMI_COUNT):
+    for needed in (IS_COMPILED, DEVICE_COUNT, NO_SMI_COUNT):
         if needed not in text:
             raise StepFailed(f"torch kit: {cuda} no longer holds `{needed}`",
-                             hint="this torch release counts GPUs otherwise: teach torchkit/kit.py its way")
+                             hint="this torch release tells a GPU build apart, or counts GPUs, otherwise: teach "
+                                  "torchkit/kit.py its way")
     text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
     text = text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1)
     cuda.write_text(text.replace(NO_SMI_COUNT, "r = 0  # rocbuild: a build-only ROCm torch sees no GPU", 1))
