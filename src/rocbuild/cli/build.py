@@ -140,7 +140,7 @@ def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
     import rocbuild.cli.show as show
     from rocbuild.engine.until import check_until
 
-    plans = [make_build_plan(each, inv) for each in per_python(args, inv)]
+    plans = [_with_arch_lists(make_build_plan(each, inv)) for each in per_python(args, inv)]
     for plan in plans:
         check_until(plan, args.until)
     if args.json:
@@ -151,6 +151,34 @@ def cmd_plan(args: argparse.Namespace, inv: Invocation) -> int:
         for plan in plans:
             show.plan_text(plan)
     return 0
+
+
+def _with_arch_lists(plan: Plan) -> Plan:
+    """An sdist not in the cache yet is downloaded (its archive only: nothing is unpacked or run), so the
+    plan can hold the archs asked for against the arch list the package keeps itself (`archs-not-in:`)."""
+    from rocbuild.source.spec import SdistSource
+
+    if not isinstance(plan.source, SdistSource) or all(c.listed is not None for c in plan.arch_lists):
+        return plan
+    import tempfile
+
+    from rocbuild.errors import StepFailed
+    from rocbuild.plan.archlists import read_arch_lists
+    from rocbuild.source.peek import peek
+    from rocbuild.source.sdist import resolve_sdist
+
+    def say(line: str) -> None:
+        print(f"plan: {line}", file=sys.stderr)
+
+    lists = ", ".join(f"{c.variable} in {c.file}" for c in plan.arch_lists)
+    say(f"reading {lists} from the sdist {plan.source.requirement}")
+    with tempfile.TemporaryDirectory(prefix="rocbuild-plan-") as tmp:
+        try:
+            resolve_sdist(plan.source, say, Path(tmp) / "fetch.log")
+        except StepFailed as exc:  # offline: the build reads it once the sdist is fetched
+            say(f"not read ({exc.message}); the build checks the archs once it has the sdist, before any step")
+            return plan
+    return read_arch_lists(plan, lambda path: peek(plan.source, path))
 
 
 def per_python(args: argparse.Namespace, inv: Invocation) -> list[argparse.Namespace]:

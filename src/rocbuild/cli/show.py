@@ -96,6 +96,12 @@ def _host(plan: Plan, out: Out) -> None:
     h, r = plan.host, plan.host.rocm
     out(f"plan: {plan.recipe.name} {plan.recipe.version}  ({plan.recipe.path})")
     out(f"  archs:  {', '.join(h.archs) or 'none: its wheels hold no device code of their own (code-objects: false)'}")
+    for check in plan.arch_lists:
+        if check.listed is None:
+            out(f"          checked against {check.variable} in {check.file} once the source is fetched, before any step")
+        else:
+            out(f"          listed in {check.variable} ({check.file}:{check.line}, read from {check.read_from}): "
+                + ", ".join(check.listed))
     out(f"  rocm:   {r.version or 'unknown'} at {r.path} ({r.layout} layout)")
     out(f"  python: {h.python.executable} ({h.python.version})   jobs: {h.jobs} ({h.jobs_why})")
     root = h.root

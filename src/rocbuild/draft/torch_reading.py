@@ -57,6 +57,7 @@ class TorchReading:
     rocm_aware: list[str] = field(default_factory=list)  # "IS_HIP_EXTENSION at setup.py:29"
     variables: list[Var] = field(default_factory=list)
     allow_lists: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    cmake_lists: list[str] = field(default_factory=list)  # CMake variables of CMakeLists.txt that list its archs
     python: list[str] = field(default_factory=list)  # modules setup.py imports that the build must have
     cmake: bool = False  # setup.py runs cmake itself
     kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
@@ -96,7 +97,9 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),
                                  gated={name for reads in reading.gpu_reads for name in reads})
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
-    reading.allow_lists += cmake_allow_lists(tree)
+    cmake = cmake_allow_lists(tree)
+    reading.allow_lists += [(targets, where) for targets, where, _ in cmake]
+    reading.cmake_lists = [variable for _, _, variable in cmake]
     reading.python = _imports(tree, facts[0] if files and files[0].name == "setup.py" else PyFacts())
     reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
     # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
@@ -113,14 +116,15 @@ CMAKE_ARCH_LIST = re.compile(r'^[ \t]*set\s*\(\s*(\w*(?:SUPPORTED|ALLOWED)\w*ARC
                              re.M | re.I)
 
 
-def cmake_allow_lists(tree: Path) -> list[tuple[tuple[str, ...], str]]:
-    """The gfx allow-lists the top CMakeLists.txt sets, with file:line and the variable's name."""
+def cmake_allow_lists(tree: Path) -> list[tuple[tuple[str, ...], str, str]]:
+    """The gfx allow-lists the top CMakeLists.txt sets: the archs, file:line with the variable, the variable."""
     path = tree / "CMakeLists.txt"
     if not path.is_file():
         return []
     text = path.read_text(errors="replace")
     return [(tuple(t for t in re.split(r"[;\s]+", m.group(2)) if t),
-             f"CMakeLists.txt:{text.count(chr(10), 0, m.start()) + 1} ({m.group(1)})") for m in CMAKE_ARCH_LIST.finditer(text)]
+             f"CMakeLists.txt:{text.count(chr(10), 0, m.start()) + 1} ({m.group(1)})", m.group(1))
+            for m in CMAKE_ARCH_LIST.finditer(text)]
 
 
 def _first(facts: list[PyFacts], match: Callable[[str], bool]) -> tuple[str, str] | None:

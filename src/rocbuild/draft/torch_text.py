@@ -98,11 +98,17 @@ def draft_notes(torch: TorchReading, archs: list[str], requires: list[str] | Non
 
 
 def _unsupported(name: str, version: str, torch: TorchReading) -> list[str]:
-    """An allow-list becomes a refusal before anything is fetched: the build would stop there anyway."""
+    """An allow-list becomes a refusal before any step: the build would stop there anyway. A CMake one is
+    read from the source each time (`archs-not-in:`); setup.py's is copied, a `when:` over the archs."""
     if not torch.allow_lists:
         return []
     lines = ["unsupported:"]
+    for variable in torch.cmake_lists:
+        lines += [f"  - archs-not-in: {{file: CMakeLists.txt, set: {variable}}}",
+                  f'    why: "{name} accepts no other arch ({variable} in its CMakeLists.txt)"']
     for targets, where in torch.allow_lists:
+        if where.startswith("CMakeLists.txt:"):
+            continue
         listed = ", ".join(f"'{t}'" for t in targets)
         lines += [f'  - when: "${{{{ archs | reject(\'in\', [{listed}]) | list | length > 0 }}}}"',
                   f'    why: "{name} {version} accepts only {", ".join(targets)} ({where})"']

@@ -41,6 +41,7 @@ from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
+from rocbuild.plan.archlists import read_arch_lists
 from rocbuild.plan.confine import sandbox, step_environment
 from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import EXTENSION_JOBS, EXTENSION_SHIM, Plan, Step, extension_shim_dir
@@ -48,6 +49,7 @@ from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
+from rocbuild.source.peek import peek
 from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile
 
@@ -148,6 +150,7 @@ class Engine:
             with open(prepare_log, "a", encoding="utf-8") as fh:
                 fh.write(f"== {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
             resolved = self.resolve_source(prepare_log, held_to)
+            self._check_arch_lists(resolved)
             extras = {e.name: self._resolve(e.source, prepare_log) for e in plan.extra_sources}
             identity = build_identity(plan, resolved.identity, self.toolchain(plan.host.rocm),
                                       torch_env.torch if torch_env else None, self.environ,
@@ -185,6 +188,19 @@ class Engine:
         if held_to is not None:
             held_to.check(self.plan, resolved.identity)
         return resolved
+
+    def _check_arch_lists(self, resolved: Resolved) -> None:
+        """The source's own arch lists (`archs-not-in:`), read now that the source is here: an arch a list
+        lacks stops the build before any requirement is installed or any step runs."""
+        plan = self.plan
+        if not plan.arch_lists:
+            return
+        rev = resolved.identity if isinstance(plan.source, GitSource) else None
+        checked = read_arch_lists(plan, lambda path: peek(plan.source, path, rev))
+        for check in checked.arch_lists:
+            if check.listed is not None:
+                self.progress.say(f"    archs {', '.join(plan.host.archs)}: listed in {check.variable} "
+                                  f"({check.file}:{check.line})")
 
     def _resolve(self, source: SourceSpec, log: Path) -> Resolved:
         match source:

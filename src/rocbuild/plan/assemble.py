@@ -86,7 +86,13 @@ def plan_for(request: BuildRequest) -> Plan:
                      environ=request.environ, root=request.root, need_archs=chosen.need_archs,
                      need_torch=chosen.need_torch, memory_per_job=chosen.recipe.requires.memory_per_job,
                      memory=request.memory, confine=request.confine)
-    return assemble(request, chosen, host)
+    plan = assemble(request, chosen, host)
+    if plan.arch_lists:  # the source's own arch lists, where the source already is on this machine
+        from rocbuild.plan.archlists import read_arch_lists
+        from rocbuild.source.peek import peek
+
+        plan = read_arch_lists(plan, lambda path: peek(plan.source, path), refuse=request.refuse)
+    return plan
 
 
 def assemble(request: BuildRequest, chosen: Chosen, host: Host) -> Plan:

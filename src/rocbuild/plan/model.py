@@ -22,7 +22,7 @@ from rocbuild.detect.rocm import OpenMp
 from rocbuild.errors import RecipeError
 from rocbuild.paths import WorkDirs
 from rocbuild.plan.buildenv import BuildEnv
-from rocbuild.recipe.model import Recipe, StepKind
+from rocbuild.recipe.model import Position, Recipe, StepKind
 from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 
 PYTHON_ALIASES = ("python", "python3")
@@ -301,6 +301,25 @@ class ExtraTree:
     where: str  # the recipe position of its entry
 
 
+@dataclass(frozen=True)
+class ArchListCheck:
+    """An `unsupported:` entry's `archs-not-in:` as planned: the arch list the source keeps itself, read
+    from the source where it is on this machine (plan/archlists.py)."""
+
+    file: str
+    variable: str
+    why: str
+    pos: Position  # the recipe's entry
+    listed: tuple[str, ...] | None = None  # None: not read yet (the source is not here before it is fetched)
+    line: int = 0  # where in `file` it is set (the first set(); 0 until read)
+    read_from: str = ""  # the sdist archive, the source folder or the git mirror it was read from
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "variable": self.variable, "line": self.line or None,
+                "listed": list(self.listed) if self.listed is not None else None, "read_from": self.read_from or None,
+                "where": f"{self.pos.file}:{self.pos.line}"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     recipe: Recipe
@@ -321,6 +340,7 @@ class Plan:
     step_tmp: Path | None = None  # the steps' TMPDIR: made empty before the first step, removed after the last
     run_env: dict[str, str] = field(default_factory=dict)  # what the built package needs set at run time
     extra_sources: tuple[ExtraTree, ...] = ()
+    arch_lists: tuple[ArchListCheck, ...] = ()  # the source's own arch lists an arch must be in
 
     @property
     def ccache_bin(self) -> Path | None:
@@ -373,6 +393,7 @@ class Plan:
             "root": self.host.root.to_json() if self.host.root else None,
             "step_tmp": str(self.step_tmp) if self.step_tmp else None,
             "run_env": self.run_env,
+            "arch_lists": [a.to_json() for a in self.arch_lists],
         }
 
 

@@ -29,6 +29,7 @@ from rocbuild.plan.model import (
     LOCATION_ENV,
     PARALLEL_ENV,
     PYTHON_ALIASES,
+    ArchListCheck,
     Check,
     CodeObjectsCheck,
     CommandCheck,
@@ -147,7 +148,7 @@ def _render(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs,
                 requirements=requirements, base_env=base_env, patches=patches, steps=steps,
                 verify=_checks(r, recipe, host, has_wheels, run_env), local_label=_local_label(recipe, host, r, local_version),
                 build_env=env_plan if has_wheels else None, refusals=refusals, step_tmp=step_tmp, run_env=run_env,
-                extra_sources=extras)
+                extra_sources=extras, arch_lists=_arch_lists(recipe))
 
 
 def _context(recipe: Recipe, host: Host, options: dict[str, Any], work: WorkDirs) -> dict[str, Any]:
@@ -175,12 +176,18 @@ def _refusals(r: Renderer, recipe: Recipe, host: Host, options: dict[str, Any],
     they refuse ("" for the whole build)."""
     refusals = []
     for entry in recipe.unsupported:
-        if _applies(r, entry):
+        if entry.archs_not_in is None and _applies(r, entry):
             refusal = _refusal(recipe, host, options, entry)
             if entry.step is None and refuse:
                 raise refusal
             refusals.append((entry.step or "", refusal))
     return tuple(refusals)
+
+
+def _arch_lists(recipe: Recipe) -> tuple[ArchListCheck, ...]:
+    """`archs-not-in:` entries, read from the source later (plan/archlists.py): the planner reads no source."""
+    return tuple(ArchListCheck(e.archs_not_in.file, e.archs_not_in.set_, e.why, e.pos)
+                 for e in recipe.unsupported if e.archs_not_in is not None)
 
 
 def _step_tmp(host: Host, work: WorkDirs) -> Path:

@@ -21,6 +21,7 @@ from rocbuild.recipe.model import (
     PATCHES,
     SCHEMA_VERSION,
     STEPS,
+    ArchList,
     CheckEntry,
     ExtraSource,
     Option,
@@ -41,6 +42,7 @@ EXTRA_SOURCE: Section = keys_of(ExtraSource)
 REQUIRES: Section = keys_of(Requires)
 OPTION: Section = keys_of(Option)
 UNSUPPORTED: Section = keys_of(Refusal)
+ARCH_LIST: Section = keys_of(ArchList)
 # Each entry kind's own keys (inside its mapping), by kind.
 PATCH_KEYS: dict[str, Section] = {cls.KIND: keys_of(cls) for cls in PATCHES}
 STEP_KEYS: dict[str, Section] = {cls.KIND: keys_of(cls) for cls in STEPS}

@@ -38,6 +38,7 @@ from rocbuild.recipe.model import (
     SCHEMA_VERSION,
     STEP_KINDS,
     STEPS,
+    ArchList,
     CheckSpec,
     CodeObjects,
     Command,
@@ -85,6 +86,7 @@ ChoiceT = TypeVar("ChoiceT", bound=str)
 # The key tables of each mapping (key -> required), read from the model's classes (recipe/keys.py).
 TOP_KEYS = keys.required(keys.TOP)
 UNSUPPORTED_KEYS = keys.required(keys.UNSUPPORTED)
+ARCH_LIST_KEYS = keys.required(keys.ARCH_LIST)
 TREE_VERIFY_KINDS = ("command",)
 SOURCE_KEYS = keys.required(keys.SOURCE)
 EXTRA_SOURCE_KEYS = keys.required(keys.EXTRA_SOURCE)
@@ -103,6 +105,7 @@ PATCH_CLASSES = {cls.KIND: cls for cls in PATCHES}
 STEP_CLASSES = {cls.KIND: cls for cls in STEPS}
 CHECK_CLASSES = {cls.KIND: cls for cls in CHECKS}
 LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
+CMAKE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -266,10 +269,31 @@ class _Loader(ShapeReader):
                 raise self.error("names no step of this recipe", f"{key}.step", entry.value_marks["step"],
                                  value=step, accepted=", ".join(step_names),
                                  suggestion=difflib.get_close_matches(step, step_names, n=1) or None)
-            when = self.when(entry, key)
-            assert when is not None  # a required key
-            out.append(Refusal(when=when, why=why, step=step, pos=self.pos(key, imark), when_pos=self.when_at(entry, key)))
+            if ("when" in entry) == ("archs-not-in" in entry):
+                raise self.error("needs exactly one of `when:` and `archs-not-in:`", key, imark,
+                                 accepted="when: TEMPLATE (a combination that cannot build), or archs-not-in: "
+                                          "{file: CMakeLists.txt, set: VARIABLE} (the source's own arch list)")
+            if "archs-not-in" in entry and step is not None:
+                raise self.error("`archs-not-in:` refuses the whole build; `step:` does not go with it",
+                                 f"{key}.step", entry.value_marks["step"], value=step,
+                                 accepted="archs-not-in: without step:, or a `when:` entry with it")
+            listed = self.arch_list(entry["archs-not-in"], f"{key}.archs-not-in",
+                                    entry.value_marks["archs-not-in"]) if "archs-not-in" in entry else None
+            out.append(Refusal(when=self.when(entry, key), archs_not_in=listed, why=why, step=step,
+                               pos=self.pos(key, imark), when_pos=self.when_at(entry, key)))
         return tuple(out)
+
+    def arch_list(self, value: Any, key: str, mark: Mark) -> ArchList:
+        """`archs-not-in: {file: PATH, set: VARIABLE}`: a file of the source tree and a CMake variable name."""
+        m = self.mapping(value, key, mark, ARCH_LIST_KEYS)
+        file = self.string(m["file"], f"{key}.file", m.value_marks["file"])
+        if (problem := tree_path_problem(file)) is not None:
+            raise self.error(problem, f"{key}.file", m.value_marks["file"], value=file, accepted=TREE_PATH_ACCEPTED)
+        name = self.string(m["set"], f"{key}.set", m.value_marks["set"])
+        if not CMAKE_NAME_RE.match(name):
+            raise self.error("not a CMake variable name", f"{key}.set", m.value_marks["set"], value=name,
+                             accepted="letters, digits and _ (HIP_SUPPORTED_ARCHS)")
+        return ArchList(file=file, set_=name)
 
     def output(self, top: YMap, vm: dict[str, Any]) -> Output:
         return self.choice(top, vm, "output", OUTPUTS, "unknown output kind",

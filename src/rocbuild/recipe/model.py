@@ -148,11 +148,27 @@ class Option:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Refusal:
-    """An `unsupported:` entry: a combination that cannot build, refused when its `when:` renders true."""
+class ArchList:
+    """An arch allow-list the source keeps itself, as `set(NAME "gfx906;gfx90a;...")` in one of its CMake
+    files: read from the source when the build is planned, so the recipe holds no copy to fall behind."""
 
-    when: str = field(metadata=spec(WHEN))
+    file: str = field(metadata=spec(TEXT))
+    """the file of the source tree that sets it (CMakeLists.txt)"""
+    set_: str = field(metadata=spec(TEXT))
+    """the CMake variable whose `set(...)` lists every arch the package builds for"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """An `unsupported:` entry: a combination that cannot build, refused when its `when:` renders true, or
+    (`archs-not-in:`) an arch the source's own allow-list lacks."""
+
+    when: str | None = field(default=None, metadata=spec(WHEN))
     """the combination (ROCm, options, targets) that cannot build"""
+    archs_not_in: ArchList | None = field(default=None, metadata=spec(ArchList))
+    """instead of `when:`: refuse an arch that the source's own list lacks (`{file: CMakeLists.txt, set:
+    HIP_SUPPORTED_ARCHS}`), read from the sdist, the source folder or the git mirror by `plan`, and again once
+    the source is fetched, before any step"""
     why: str = field(metadata=spec(TEXT))
     """the reason, shown when the build is refused"""
     step: str | None = field(default=None, metadata=spec(TEXT))

@@ -68,7 +68,8 @@ def reference_text() -> str:
     tables as the loader and the schema."""
     parts = [REFERENCE_START, "", "### Top level", "", _table(keys.TOP),
              "### source", "", _table(keys.SOURCE), "### requires", "", _table(keys.REQUIRES),
-             "### options.NAME", "", _table(keys.OPTION), "### unsupported[]", "", _table(keys.UNSUPPORTED)]
+             "### options.NAME", "", _table(keys.OPTION), "### unsupported[]", "", _table(keys.UNSUPPORTED),
+             "### unsupported[].archs-not-in", "", _table(keys.ARCH_LIST)]
     for title, kinds, beside, bodies in (("patches[]", keys.PATCH_BODIES, keys.PATCH_COMMON, keys.PATCH_KEYS),
                                          ("steps[]", keys.STEP_BODIES, keys.STEP_COMMON, keys.STEP_KEYS),
                                          ("verify[]", keys.VERIFY_BODIES, keys.VERIFY_COMMON, keys.CHECK_KEYS)):
