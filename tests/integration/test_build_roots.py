@@ -294,3 +294,17 @@ def test_a_confined_build_leaves_the_root_as_it_was(root, tmp_path, private_cach
     failed = rocbuild("build", pip, "--root", root, "--work", tmp_path / "w2", env=private_cache)
     assert failed.returncode != 0 and "Read-only file system" in failed.stderr, failed.stderr[-3000:]
     assert root_state(root) == before
+
+
+def test_a_real_sdist_that_downloads_at_build_fails_confined_naming_the_host(root, tmp_path, private_cache):
+    """sgemm-bi 0.1.2 from PyPI, as a new user builds it: a maturin package whose build backend (puccinialin)
+    downloads a Rust toolchain when there is none. Confined, that fails, and the report names the trap and the
+    host the log named 28 lines earlier; --try stops there, for no recipe data can give a Rust toolchain."""
+    tried = rocbuild("build", "sgemm-bi==0.1.2", "--try", "--root", root, "--arch", "gfx1100", "--work", tmp_path / "w",
+                     "--out", tmp_path / "wh", env=private_cache)
+    assert tried.returncode == 4, tried.stderr[-3000:]
+    report = [line.strip() for line in tried.stderr[tried.stderr.index("the last failure:"):].splitlines()]
+    assert "known trap downloads-at-build: the build reaches the network" in report[:15], "\n".join(report)
+    assert "blocked host: static.rust-lang.org" in report[:15], "\n".join(report)
+    assert "trap build-module-missing" in tried.stderr  # try 1 had puccinialin required, as a fix written for it
+    assert not list((tmp_path / "wh").glob("*.whl"))

@@ -79,6 +79,7 @@ FAMILIES = {
     "blocked-curl.log": ("tool", "curl: (6) Could not resolve host: github.com", "downloads-at-build"),
     "blocked-wget.log": ("tool", "unable to resolve host address", "downloads-at-build"),
     "blocked-urllib.log": ("python", "Temporary failure in name resolution", "downloads-at-build"),
+    "blocked-rustup.log": ("python", "Temporary failure in name resolution", "downloads-at-build"),
     "write-refused-pip.log": ("tool", "Read-only file system", "write-outside-work"),
     "gpu-probe-rocminfo.log": ("python", "Command '['rocminfo']' returned non-zero exit status 1", "gpu-at-build"),
 }
@@ -224,7 +225,9 @@ def test_an_option_that_takes_a_value_is_dropped_with_it_and_no_other_flag_is_bl
 
 @pytest.mark.parametrize("name, host", [("blocked-pip.log", "pypi.org"), ("blocked-git.log", "github.com"),
                                         ("blocked-cmake-git.log", "github.com"), ("blocked-cmake-url.log", "github.com"),
-                                        ("blocked-curl.log", "github.com"), ("blocked-wget.log", "example.com")])
+                                        ("blocked-curl.log", "github.com"), ("blocked-wget.log", "example.com"),
+                                        # only the URL named 28 lines before the failure says which host
+                                        ("blocked-rustup.log", "static.rust-lang.org")])
 def test_a_blocked_download_names_the_host_where_the_log_does(name, host):
     shown = rendered(name)
     assert f"blocked host: {host}" in [line.strip() for line in shown[:15]], "\n".join(shown)

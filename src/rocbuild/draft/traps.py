@@ -1177,6 +1177,8 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
             continue
         number, text, match = found
         value = match.groupdict().get("value")
+        if value is None and trap.names == "blocked host":  # "name resolution" names no host: the URL before it
+            value = _host_before(lines, number)
         evidence = Evidence(f"log:{number}", text.strip(), value)
         tree = None
         if files is not None and trap.locate is not None and value:
@@ -1185,6 +1187,18 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
     return hits
+
+
+# A URL a log names before a download fails ("Downloading rustup-init from https://static.rust-lang.org/...").
+URL_HOST = re.compile(r"\b(?:https?|ftp|git|ssh)://(?:[^@/\s]+@)?(?P<host>[A-Za-z0-9][\w.-]*\.[A-Za-z]{2,})")
+HOST_LOOKBACK = 80  # lines: what a tool prints between naming a URL and failing to reach it
+
+
+def _host_before(lines: list[tuple[int, str]], number: int) -> str | None:
+    """The host of the last URL the log names in the lines before `number` (a traceback's frames between)."""
+    before = sorted({n: text for n, text in lines if number - HOST_LOOKBACK <= n <= number}.items())
+    hosts = [m.group("host") for _, text in before for m in URL_HOST.finditer(text)]
+    return hosts[-1] if hosts else None
 
 
 def in_findings(codes: list[tuple[str, str]], files: BuildFiles | None) -> list[Hit]:
