@@ -101,15 +101,40 @@ INTERPRETER_QUERY = ("import os, platform, sys; v = os.confstr('CS_GNU_LIBC_VERS
                      "else '-', platform.machine())")
 
 
+def _interpreter_answer(exe: str) -> str | None:
+    """What INTERPRETER_QUERY prints. A python binary answers the same while its file and this machine's glibc
+    stay (remembered: every build says where its wheels install, a cache hit too); a script in its place (a
+    pyenv shim picks its python by folder and variables) is asked each time."""
+    argv = [exe, "-c", INTERPRETER_QUERY]
+    try:
+        with open(os.path.realpath(exe), "rb") as fh:
+            binary = fh.read(4) == b"\x7fELF"
+    except OSError:
+        binary = False
+    if binary:
+        from rocbuild.detect.query import remembered_query
+
+        return remembered_query(argv, {"PATH": os.path.dirname(exe)}, salt=_libc())
+    proc = query_process(argv, timeout=30)
+    return None if isinstance(proc, str) or proc.exit_code != 0 else proc.stdout
+
+
+def _libc() -> str:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):  # not a glibc system
+        return ""
+
+
 def default_interpreter(path: str) -> Interpreter | None:
     """`python3` as found on `path` (the caller's PATH): the Python a user installs wheels into by default."""
     exe = shutil.which("python3", path=path)
     if exe is None:
         return None
-    proc = query_process([exe, "-c", INTERPRETER_QUERY], timeout=30)
-    if isinstance(proc, str) or proc.exit_code != 0 or len(proc.stdout.split()) != 4:
+    out = _interpreter_answer(exe)
+    if out is None or len(out.split()) != 4:
         return None
-    executable, version, glibc, machine = proc.stdout.split()
+    executable, version, glibc, machine = out.split()
     major, minor = (int(x) for x in version.split("."))
     libc = tuple(int(x) for x in glibc.split(".")) if glibc != "-" else None
     return Interpreter(executable, (major, minor), libc, machine)

@@ -13,8 +13,8 @@ from rocbuild.process.runner import query
 __all__ = ["query", "remembered_query"]
 
 
-def remembered_query(argv: list[str], env: dict[str, str]) -> str | None:
-    """query(), remembered in the cache while the tool's file and HIP/ROCm variables stay the same.
+def remembered_query(argv: list[str], env: dict[str, str], *, salt: str = "") -> str | None:
+    """query(), remembered in the cache while the tool's file, HIP/ROCm variables and `salt` stay the same.
 
     Distro layouts answer version questions only through hipcc/hipconfig, Perl
     scripts that take ~0.1 s each; a cached build should not pay that each time."""
@@ -25,7 +25,7 @@ def remembered_query(argv: list[str], env: dict[str, str]) -> str | None:
         st = os.stat(tool)
     except OSError:
         return query(argv, env)
-    key = json.dumps([argv, os.path.realpath(tool), st.st_size, st.st_mtime_ns,
+    key = json.dumps([argv, os.path.realpath(tool), st.st_size, st.st_mtime_ns, salt,
                       sorted((k, v) for k, v in env.items() if k.startswith(("HIP_", "ROCM_", "HSA_")))])
     store = cache_root() / "probes.json"
     try:

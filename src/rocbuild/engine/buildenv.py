@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocbuild.draft.report import diagnose, read_log
 from rocbuild.engine.workspace import Workspace
 from rocbuild.errors import StepFailed
 from rocbuild.fsutil import exclusive
@@ -182,6 +181,8 @@ class BuildEnvMaker:
             why = (f"the target python {env.target} has no pip to install with: install its pip (Debian: "
                    "apt-get install python3-pip), or build with --no-build-env" if no_pip else
                    f"{shlex.join(argv[:4])} ... exited with {result.exit_code}")
+            from rocbuild.draft.report import diagnose, read_log  # a failure's report only
+
             report = diagnose(read_log(log), report_context(self.plan))
             raise StepFailed(f"build-env: {why}", hint="\n".join(report.lines(log)) + "\n"
                              "fix the cause and run the same command again: finished steps are kept",

@@ -29,7 +29,6 @@ from typing import Any
 
 from rocbuild.compat import assert_never
 from rocbuild.detect.rocm import Rocm, probe_tool
-from rocbuild.draft.report import diagnose, read_log, write_report
 from rocbuild.engine.buildenv import BuildEnvMaker
 from rocbuild.engine.cache import BuildCache, CacheEntry
 from rocbuild.engine.identity import BuildIdentity, Toolchain, build_identity, changed_fields, toolchain_of
@@ -41,7 +40,6 @@ from rocbuild.engine.until import check_until
 from rocbuild.engine.workspace import Workspace, chain_of, claim, fingerprint
 from rocbuild.errors import StepFailed, UsageError
 from rocbuild.fsutil import copy_atomically
-from rocbuild.plan.archlists import read_arch_lists
 from rocbuild.plan.confine import sandbox, step_environment
 from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import EXTENSION_JOBS, EXTENSION_SHIM, Plan, Step, extension_shim_dir
@@ -49,7 +47,6 @@ from rocbuild.plan.records import nearest, records_file
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
 from rocbuild.source.git import checkout_git, copy_tree, resolve_git, tree_fingerprint
-from rocbuild.source.peek import peek
 from rocbuild.source.spec import DirSource, GitSource, SdistSource, SourceSpec
 from rocbuild.verify.plan_checks import Checker, import_readers_meanwhile
 
@@ -195,6 +192,9 @@ class Engine:
         plan = self.plan
         if not plan.arch_lists:
             return
+        from rocbuild.plan.archlists import read_arch_lists  # the few recipes with such a list
+        from rocbuild.source.peek import peek
+
         rev = resolved.identity if isinstance(plan.source, GitSource) else None
         checked = read_arch_lists(plan, lambda path: peek(plan.source, path, rev))
         for check in checked.arch_lists:
@@ -329,6 +329,8 @@ class Engine:
             if watch is not None:
                 watch.close()
         if result.exit_code != 0:
+            from rocbuild.draft.report import diagnose, read_log, write_report  # a failure's report only
+
             report = diagnose(read_log(log), report_context(self.plan))
             write_report(log, report)
             raise StepFailed(

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocbuild.compat import assert_never
-from rocbuild.draft.report import diagnose, diagnose_findings, trap_lines
 from rocbuild.errors import StepFailed
 from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
@@ -109,6 +108,8 @@ class Checker:
         if not result.ok:
             codes = [(str(x.code), f"{Path(where).name}: {x.message}") for i in result.inputs
                      for where, x in i.all_findings() if x.problem]
+            from rocbuild.draft.report import diagnose_findings, trap_lines  # a failure's report only
+
             hits = diagnose_findings(codes, report_context(self.plan))
             raise StepFailed(f"{label}: {result.problems[0]}",
                              hint="\n".join(["- " + p for p in result.problems] + trap_lines(hits))
@@ -143,6 +144,8 @@ class Checker:
                                          f"{self.plan.host.python.executable} lacks")
             return
         if result.exit_code != 0:
+            from rocbuild.draft.report import diagnose  # a failure's report only
+
             report = diagnose(result.output, report_context(self.plan))
             raise StepFailed(f"{label}: command exited with {result.exit_code} (recipe {check.where})",
                              hint="\n".join(report.lines(self.log)) + f"\n{KEPT_OUT}", report=report, log=self.log)
