@@ -58,9 +58,11 @@ def rocbuild_wheel(tmp_path_factory) -> Path:
     return wheel
 
 
-def run_workflow(tmp_path: Path, wheel: Path, recipes: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_workflow(tmp_path: Path, wheel: Path, recipes: str, *extra: str,
+                 within: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], Path]:
     """A repository holding recipes/broken-hip.yaml and the workflow `rocbuild ci github` writes for
-    it; act runs the push event. Returns act's result and the artifact store."""
+    it; act runs the push event (inside `within`, a command that runs the rest). Returns act's result and
+    the artifact store."""
     repo = tmp_path / "repo"
     (repo / "recipes").mkdir(parents=True)
     (repo / "broken").mkdir()
@@ -82,7 +84,7 @@ def run_workflow(tmp_path: Path, wheel: Path, recipes: str, *extra: str) -> tupl
     for action, folder in (("actions/cache@v5", "cache"), ("actions/upload-artifact@v7", "upload-artifact"),
                            ("actions/download-artifact@v8", "download-artifact")):
         argv += ["--local-repository", f"{action}={STAND_INS / folder}"]
-    result = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=_env(tmp_path), timeout=1500)
+    result = subprocess.run([*within, *argv], cwd=repo, capture_output=True, text=True, env=_env(tmp_path), timeout=1500)
     (tmp_path / "act.log").write_text(result.stdout + result.stderr)
     return result, store
 
@@ -148,3 +150,22 @@ def test_split_arch_wheels_sit_side_by_side_in_the_index(tmp_path, rocbuild_whee
         assert verify(wheel, arch)["ok"]
         other = next(a for a in ARCHS if a != arch)
         assert not verify(wheel, other)["ok"]  # each carries its own arch's device code only
+
+
+# A runner whose kernel refuses bubblewrap the namespaces it needs, for real: act runs in a user namespace of its
+# own (its user mapped to root, as in a container) whose limit on new network namespaces is 0.
+NO_NEW_NETNS = ("unshare", "--user", "--map-root-user", "sh", "-c",
+                'echo 0 > /proc/sys/user/max_net_namespaces && exec "$@"', "sh")
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux's unshare")
+def test_a_runner_that_cannot_confine_builds_unconfined_and_says_why(tmp_path, rocbuild_wheel):
+    result, store = run_workflow(tmp_path, rocbuild_wheel, "hello-hip", within=NO_NEW_NETNS)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-5000:]
+    said = [line for line in log.splitlines() if "note: build steps are not confined" in line]
+    assert said, log[-5000:]
+    assert "bubblewrap cannot make a sandbox here" in said[0] and "max_net_namespaces" in said[0]
+    assert len(said) == 1  # once per command
+    (wheel,) = index_wheels(store, host_rocm(), "hello-hip")
+    assert verify(wheel, ",".join(ARCHS))["ok"]

@@ -18,9 +18,13 @@ from rocbuild.roots.info import RootInfo
 # What a confined step is given: the probe asks bubblewrap for all of it at once.
 PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net",
          "--unshare-pid", "--unshare-ipc", "--die-with-parent")
-HINT_USERNS = ("as root it always works; otherwise allow unprivileged user namespaces "
+HINT_USERNS = ("as root it works where new namespaces are allowed; otherwise allow unprivileged user namespaces "
                "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
                "sysctl kernel.apparmor_restrict_unprivileged_userns=0), or build in a root as root")
+# As root it fails only where namespaces are refused: a container's seccomp or AppArmor profile, a namespace limit.
+HINT_ROOT = ("this machine or container refuses new namespaces: in Docker or Podman run the container with "
+             "--cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined (as the "
+             "generated CI workflows do), and check /proc/sys/user/max_net_namespaces and max_pid_namespaces")
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ def find_confinement(*, asked: bool, root: RootInfo | None, environ: Mapping[str
     user_ns = os.geteuid() != 0
     problem = _probe(bwrap, user_ns)
     if problem is not None:
-        return Confinement(False, f"bubblewrap cannot make a sandbox here ({problem}): {HINT_USERNS}")
+        return Confinement(False, f"bubblewrap cannot make a sandbox here ({problem}): "
+                           + (HINT_USERNS if user_ns else HINT_ROOT))
     how = "in a user namespace of its own" if user_ns else "as root"
     return Confinement(True, f"bubblewrap, {how}", tuple(bwrap), user_ns)
 
