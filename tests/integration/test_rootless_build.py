@@ -4,9 +4,11 @@ built for real with Debian's hipcc. Needs root only to make the user; the builds
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import uuid
@@ -85,3 +87,42 @@ def test_a_user_without_root_builds_confined(user):
     (wheel,) = (home / "wh").glob("hello_hip-*.whl")
     owners = {p.owner() for p in (home / "w", home / "wh", home / ".cache", wheel)}
     assert owners == {name}, owners
+
+
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("mmdebstrap") is None or shutil.which("newuidmap") is None,
+                    reason="needs mmdebstrap and uidmap (a root made without root)")
+def test_a_user_without_root_makes_a_root_and_builds_in_it_confined(user):
+    """The same user makes a ROCm 7.2 root (mmdebstrap's unshare mode), then builds in it: the probes in a step
+    whose recipe sits at the top of the home folder (the recipe's folder is shared into the root, and so the
+    home would be), then the bundled hello-hip for gfx1100 with the root's ROCm 7.2."""
+    name, home, _ = user
+    made = as_user(user, "root", "create", "rl72", "--rocm", "7.2")
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert "unshare mode" in made.stderr
+    tag = uuid.uuid4().hex[:8]
+    (home / "probe-root.yaml").write_text(
+        f"schema: 1\nname: probe\nversion: '1.0'\noutput: tree\nsource:\n  path: {home / 'hello-hip'}\n"
+        f"env:\n  MARK_SYSTEM: /usr/local/rocbuild-escape-{tag}\n  MARK_TMP: /tmp/rocbuild-escape-{tag}\n"
+        f"  SECRET_FILE: {home}/.ssh/id_ed25519\n  SLEEPER: '1'\n"
+        f"steps:\n  - name: probe\n    shell: |\n{textwrap.indent(PROBES.strip(), '      ')}\n")
+    shutil.chown(home / "probe-root.yaml", name)
+    probed = as_user(user, "build", home / "probe-root.yaml", "--root", "rl72", "--work", home / "w-root-probe")
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    assert "not confined" not in probed.stderr
+    lines = (home / "w-root-probe" / "logs" / "01-probe.log").read_text().splitlines()
+    for line in ("no network", "system read-only", "tmp written", "home hidden", "no devices", "no secret variable",
+                 "interfaces: lo"):
+        assert line in lines, "\n".join(lines)
+    tree = Path(as_user(user, "root", "path", "rl72").stdout.strip())
+    for escaped in (Path(f"/usr/local/rocbuild-escape-{tag}"), Path(f"/tmp/rocbuild-escape-{tag}"),
+                    tree / "usr" / "local" / f"rocbuild-escape-{tag}"):
+        assert not escaped.exists()
+    built = as_user(user, "build", "hello-hip", "--root", "rl72", "--arch", "gfx1100", "--work", home / "w-root",
+                    "--out", home / "wh-root")
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "not confined" not in built.stderr
+    (wheel,) = (home / "wh-root").glob("hello_hip-*+rocm7.2-*.whl")
+    verdict = subprocess.run([sys.executable, "-m", "rocbuild", "verify", "--json", "--arch", "gfx1100", str(wheel)],
+                             capture_output=True, text=True, check=False)
+    assert json.loads(verdict.stdout)["ok"], verdict.stdout[-3000:]

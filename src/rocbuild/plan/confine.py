@@ -33,11 +33,17 @@ NETWORK_PASSED = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_
 
 
 def hidden(plan: Plan) -> tuple[str, ...]:
-    """Folders no step sees: the home folder (ssh keys, tokens), and in a root the whole machine outside."""
-    found = [HOST_MOUNT] if plan.host.root is not None else []
-    home = plan.host.environ.get("HOME", "")
-    if home.startswith("/") and os.path.normpath(home) not in ("/", "/usr", "/etc", "/opt", "/tmp"):
-        found.append(os.path.normpath(home))
+    """Folders no step sees: the home folder (ssh keys, tokens), and in a root the whole machine outside. A home
+    that does not exist has nothing to hide (a root entered without root has no /root), and bubblewrap, which
+    would make a mount point for it on the read-only tree, could not."""
+    root = plan.host.root
+    found = [HOST_MOUNT] if root is not None else []
+    # In a root, HOME is the root's /root; the user's own home outside is reached through a share (the recipe's
+    # folder, when the recipe is kept at the top of the home folder), and is hidden as well.
+    for home in (plan.host.environ.get("HOME", ""), root.home if root is not None and root.home else ""):
+        if (home.startswith("/") and os.path.normpath(home) not in ("/", "/usr", "/etc", "/opt", "/tmp", *found)
+                and os.path.isdir(home)):
+            found.append(os.path.normpath(home))
     return tuple(found)
 
 

@@ -42,6 +42,12 @@ def creation_mode() -> str:
                            hint="install it (and bubblewrap, which enters roots): apt-get install mmdebstrap bubblewrap")
     if os.geteuid() == 0:
         return "root"
+    # mmdebstrap's unshare mode maps this user's subordinate ids through shadow's setuid helpers; without them
+    # it stops with only "E: cannot find newuidmap"
+    lacking = [tool for tool in ("newuidmap", "newgidmap") if shutil.which(tool) is None]
+    if lacking:
+        raise HostNotReady(f"making a build root without root needs {' and '.join(lacking)}, which are not installed",
+                           hint="install them (Debian/Ubuntu: apt-get install uidmap), or run it as root")
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False)
     if probe.returncode != 0:
         raise HostNotReady("making a build root needs root, or user namespaces, which this machine refuses "

@@ -144,7 +144,7 @@ def root_env(root: Root, prefix_shown: list[str], environ: Mapping[str, str]) ->
     info = RootInfo(name=root.name, tree=str(root.tree), suite=root.info.get("suite"), mirror=root.info.get("mirror"),
                     id=ident["id"], rootless=os.geteuid() != 0, apt_target=root.apt_target,
                     versions=dict(ident["versions"]), components=dict(ident["components"]), enter=tuple(prefix_shown),
-                    image=_image_of(root), bwrap=host_bwrap_argv())
+                    image=_image_of(root), bwrap=host_bwrap_argv(), home=environ.get("HOME") or None)
     env[IN_ROOT] = info.encode()
     return env
 

@@ -26,6 +26,7 @@ class RootInfo:
     enter: tuple[str, ...] = ()  # the bwrap command that entered it, for `plan`
     image: str | None = None  # the container image it was made from (root create --image), with its id
     bwrap: tuple[str, ...] = ()  # how a step inside starts the machine's bubblewrap (empty: it has none)
+    home: str | None = None  # the home folder outside: a share may reach into it (a recipe kept there), steps never
 
     @property
     def label(self) -> str:
@@ -73,5 +74,5 @@ def root_from_environ(environ: Mapping[str, str]) -> RootInfo | None:
         versions={str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {},
         components={str(k): str(v) for k, v in components.items()} if isinstance(components, dict) else {},
         enter=tuple(str(a) for a in enter) if isinstance(enter, list) else (), image=text_or_none("image"),
-        bwrap=tuple(str(a) for a in bwrap) if isinstance(bwrap, list) else (),
+        bwrap=tuple(str(a) for a in bwrap) if isinstance(bwrap, list) else (), home=text_or_none("home"),
     )
