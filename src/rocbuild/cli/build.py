@@ -302,7 +302,8 @@ def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple
 
 def _interpreter_meanwhile(path: str | None) -> Callable[[], Interpreter | None]:
     """This machine's python3 (on `path`; None in a build root), asked on a thread while the build runs: a
-    pyenv shim takes about 0.1 s to answer, a sixth of a build served from the build cache."""
+    pyenv shim takes about 0.1 s to answer, a sixth of a build served from the build cache. Its answer and the
+    host probes may both write probes.json: each write is whole (atomic), and one lost costs a probe next time."""
     if path is None:
         return lambda: None
     import threading
