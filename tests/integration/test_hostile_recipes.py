@@ -111,6 +111,31 @@ def test_bash_env_of_the_caller_never_runs_before_a_step(cli, tmp_path, rocm61, 
     assert not (tmp_path / "PWNED").exists()
 
 
+def test_bash_env_never_runs_when_a_build_asks_this_machines_python3(cli, tmp_path, rocm61, monkeypatch):
+    """Every wheel build says whether this machine's python3 installs it, asking that python3; a pyenv shim in
+    its place is a bash script, which would source BASH_ENV."""
+    import sys
+
+    hidden = tmp_path / "hidden.sh"
+    hidden.write_text(f"touch {tmp_path / 'PWNED'}\n")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3").write_text(f'#!/bin/bash\nexec {sys.executable} "$@"\n')
+    (shims / "python3").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("BASH_ENV", str(hidden))
+    tree = tmp_path / "pure"
+    tree.mkdir()
+    (tree / "setup.py").write_text("from setuptools import setup\nsetup(name='pure', version='1.0', py_modules=['pure'])\n")
+    (tree / "pure.py").write_text("")
+    r = recipe(tmp_path, "requires:\n  python: [setuptools, wheel]\nsteps:\n  - wheel: {}\nverify:\n"
+                         "  - code-objects: false\n", tree, name="pure")
+    code, _, err = build(cli, tmp_path, r, rocm61)
+    assert code == 0, err
+    assert "pure-1.0" in err and "installs on:" in err
+    assert not (tmp_path / "PWNED").exists()
+
+
 # -- copy/link read only from the tree, ROCm and the recipe's folders ------------
 
 def test_a_relative_copy_source_is_in_the_tree_not_the_callers_folder(cli, tmp_path, rocm61, src, monkeypatch):

@@ -237,8 +237,8 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
     from rocbuild.process.runner import Runner
     from rocbuild.progress import Progress
 
-    here = _interpreter_meanwhile(None if inv.root else inv.environ.get("PATH", ""))
     plan = make_build_plan(args, inv)
+    here = _interpreter_meanwhile(None if inv.root or not plan.has_wheel_steps else inv.environ.get("PATH", ""))
     if getattr(args, "print_plans", False):
         import rocbuild.cli.show as show
 

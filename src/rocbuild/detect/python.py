@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocbuild.errors import UsageError
-from rocbuild.process.runner import query_process
+from rocbuild.process.runner import query_process, step_env
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ def _interpreter_answer(exe: str) -> str | None:
         from rocbuild.detect.query import remembered_query
 
         return remembered_query(argv, {"PATH": os.path.dirname(exe)}, salt=_libc())
-    proc = query_process(argv, timeout=30)
+    # A shim is a bash script: without the variables that make bash run code nobody sees (BASH_ENV, ...)
+    proc = query_process(argv, env=step_env(os.environ), timeout=30)
     return None if isinstance(proc, str) or proc.exit_code != 0 else proc.stdout
 
 
