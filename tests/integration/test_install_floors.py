@@ -49,16 +49,16 @@ def test_this_machines_python3_is_remembered_only_when_it_is_a_binary(tmp_path, 
     real = Path(os.path.realpath(sys.executable))
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python3").symlink_to(real)
-    found = default_interpreter(str(tmp_path / "bin"))
+    found = default_interpreter(str(tmp_path / "bin"), os.environ)
     assert found is not None and found.version == sys.version_info[:2]
     store = tmp_path / "cache" / "rocbuild" / "probes.json"
     remembered = store.read_text()
     assert json.dumps(INTERPRETER_QUERY)[1:-1] in remembered
-    assert default_interpreter(str(tmp_path / "bin")) == found and store.read_text() == remembered
+    assert default_interpreter(str(tmp_path / "bin"), os.environ) == found and store.read_text() == remembered
     (tmp_path / "shim").mkdir()
     shim = tmp_path / "shim" / "python3"
     shim.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
     shim.chmod(0o755)
-    via_shim = default_interpreter(str(tmp_path / "shim"))
+    via_shim = default_interpreter(str(tmp_path / "shim"), os.environ)
     assert via_shim is not None and (via_shim.version, via_shim.glibc) == (found.version, found.glibc)
     assert store.read_text() == remembered  # nothing remembered for the script

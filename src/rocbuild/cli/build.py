@@ -14,7 +14,7 @@ from rocbuild.cli.trying import add_try_options
 from rocbuild.plan.request import BuildRequest
 
 if TYPE_CHECKING:  # the planner and what it loads are imported when a command runs, not for --help
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from rocbuild.detect.python import Interpreter
     from rocbuild.engine.engine import BuildResult
@@ -238,7 +238,7 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
     from rocbuild.progress import Progress
 
     plan = make_build_plan(args, inv)
-    here = _interpreter_meanwhile(None if inv.root or not plan.has_wheel_steps else inv.environ.get("PATH", ""))
+    here = _interpreter_meanwhile(None if inv.root or not plan.has_wheel_steps else inv.environ)
     if getattr(args, "print_plans", False):
         import rocbuild.cli.show as show
 
@@ -300,18 +300,19 @@ def _outcome(args: argparse.Namespace, plan: Plan, result: BuildResult) -> tuple
     return stdout, stderr
 
 
-def _interpreter_meanwhile(path: str | None) -> Callable[[], Interpreter | None]:
-    """This machine's python3 (on `path`; None in a build root), asked on a thread while the build runs: a
+def _interpreter_meanwhile(environ: Mapping[str, str] | None) -> Callable[[], Interpreter | None]:
+    """This machine's python3 (on environ's PATH; None in a build root), asked on a thread while the build runs: a
     pyenv shim takes about 0.1 s to answer, a sixth of a build served from the build cache. Its answer and the
     host probes may both write probes.json: each write is whole (atomic), and one lost costs a probe next time."""
-    if path is None:
+    if environ is None:
         return lambda: None
     import threading
 
     from rocbuild.detect.python import default_interpreter
 
     found: list[Interpreter | None] = []
-    asking = threading.Thread(target=lambda: found.append(default_interpreter(path)), daemon=True)
+    asking = threading.Thread(target=lambda: found.append(default_interpreter(environ.get("PATH", ""), environ)),
+                              daemon=True)
     asking.start()
 
     def answer() -> Interpreter | None:

@@ -48,7 +48,7 @@ def cmd_verify(args: argparse.Namespace, inv: Invocation) -> int:
         source = f"this machine's GPUs, by {detection.source}" if archs else "no --arch and no GPU found"
     verdict = verify_paths([Path(p) for p in args.paths], archs, source, only=tuple(args.files),
                            allow_cuda=args.allow_cuda, require_device_code=False, deep=args.deep)
-    here = default_interpreter(inv.environ.get("PATH", ""))
+    here = default_interpreter(inv.environ.get("PATH", ""), inv.environ)
     if args.json:
         dump(_with_installs(verdict.to_json(), verdict, here))
     else:

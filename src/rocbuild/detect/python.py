@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,7 +102,7 @@ INTERPRETER_QUERY = ("import os, platform, sys; v = os.confstr('CS_GNU_LIBC_VERS
                      "else '-', platform.machine())")
 
 
-def _interpreter_answer(exe: str) -> str | None:
+def _interpreter_answer(exe: str, environ: Mapping[str, str]) -> str | None:
     """What INTERPRETER_QUERY prints. A python binary answers the same while its file and this machine's glibc
     stay (remembered: every build says where its wheels install, a cache hit too); a script in its place (a
     pyenv shim picks its python by folder and variables) is asked each time."""
@@ -116,7 +117,7 @@ def _interpreter_answer(exe: str) -> str | None:
 
         return remembered_query(argv, {"PATH": os.path.dirname(exe)}, salt=_libc())
     # A shim is a bash script: without the variables that make bash run code nobody sees (BASH_ENV, ...)
-    proc = query_process(argv, env=step_env(os.environ), timeout=30)
+    proc = query_process(argv, env=step_env(environ), timeout=30)
     return None if isinstance(proc, str) or proc.exit_code != 0 else proc.stdout
 
 
@@ -127,12 +128,13 @@ def _libc() -> str:
         return ""
 
 
-def default_interpreter(path: str) -> Interpreter | None:
-    """`python3` as found on `path` (the caller's PATH): the Python a user installs wheels into by default."""
+def default_interpreter(path: str, environ: Mapping[str, str]) -> Interpreter | None:
+    """`python3` as found on `path` (the caller's PATH): the Python a user installs wheels into by default,
+    asked with the caller's `environ` (less what makes bash run hidden code)."""
     exe = shutil.which("python3", path=path)
     if exe is None:
         return None
-    out = _interpreter_answer(exe)
+    out = _interpreter_answer(exe, environ)
     if out is None or len(out.split()) != 4:
         return None
     executable, version, glibc, machine = out.split()
