@@ -11,7 +11,16 @@ import yaml
 
 from rocbuild.draft.edit import apply_fix
 from rocbuild.draft.fixes import Expect, MemoryPerJob, ReplaceText, Require, SetEnv
-from rocbuild.draft.traps import REFERENCE_END, REFERENCE_START, TRAPS, BuildFiles, in_build_files, in_findings, reference_text
+from rocbuild.draft.traps import (
+    REFERENCE_END,
+    REFERENCE_START,
+    TRAPS,
+    BuildFiles,
+    Hit,
+    in_build_files,
+    in_findings,
+    reference_text,
+)
 from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.recipe.load import load_recipe_text
 from tests.unit.test_draft_tree import tree
@@ -379,9 +388,9 @@ def test_the_draft_drops_every_cuda_only_flag_hipcc_is_given_in_one_fix(tmp_path
              "    'nvcc': ['-O3', '-lineinfo',\n             '--use_fast_math', '-U__CUDA_NO_HALF_OPERATORS__']})],\n"
              "    cmdclass={'build_ext': BuildExtension})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cuda-flag-for-hipcc"]
+    hit = _only_hit(t, "cuda-flag-for-hipcc")
     assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
-    _apply_draft_patches(t, draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert "'nvcc': ['-O3', '-U__CUDA_NO_HALF_OPERATORS__']" in " ".join((t / "setup.py").read_text().split())
 
 
@@ -465,6 +474,17 @@ def test_a_setup_py_that_scans_its_folder_gets_the_kernel_file_moved_without_nam
     assert [type(e).__name__ for e in hit.fix.edits] == ["CopyFile", "RemoveFile"]
 
 
+def _only_hit(t: Path, trap: str) -> Hit:
+    """The one hit of `trap` the drafter's detectors find in the tree's build files."""
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == trap]
+    return hit
+
+
+def _drafted(t: Path) -> None:
+    """The tree as a draft for gfx1100 leaves it: the draft's replace edits applied."""
+    _apply_draft_patches(t, draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+
+
 def _apply_draft_patches(t: Path, text: str) -> None:
     from rocbuild.engine.patch import apply_replace
     from rocbuild.plan.model import ReplacePatch
@@ -507,7 +527,7 @@ def test_an_apex_style_nvcc_version_probe_gets_nvccs_answer_and_appended_flags_b
     t = tree(tmp_path / "src", {"setup.py": APEX + "CUDAExtension('r', ['r.cpp', 'k.cu'])\n", "k.cu": "", "r.cpp": ""})
     ids = [h.trap.id for h in in_build_files(BuildFiles.read(t))]
     assert "nvcc-version-probe" in ids and "cuda-flag-for-hipcc" in ids
-    _apply_draft_patches(t, draft_recipe("r", "r==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     code = (t / "setup.py").read_text()
     assert "nvcc" not in code.split("def get_cuda_bare_metal_version")[1].split("\n\n")[0]
     # What is left runs: the version tests pass on the answer, and no CUDA flag (nor an empty append) remains.
@@ -525,9 +545,9 @@ def test_exec_into_a_functions_locals_gets_a_dict_of_its_own(tmp_path):
              "    with open(version_file, 'r', encoding='utf-8') as f:\n"
              "        exec(compile(f.read(), version_file, 'exec'))\n    return locals()['__version__']\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "pkg/version.py": "__version__ = '0.0.3'\n", "k.cu": ""})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "exec-into-locals"]
+    hit = _only_hit(t, "exec-into-locals")
     assert hit.evidence.where == "setup.py:7"
-    _apply_draft_patches(t, draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     code = "\n".join(line for line in (t / "setup.py").read_text().splitlines() if "torch" not in line)
     space: dict[str, object] = {}
     exec(compile(code, "setup.py", "exec"), space)
@@ -549,9 +569,9 @@ def test_a_removed_torch_macro_is_renamed_in_every_source_that_calls_it(tmp_path
     a = "void f(at::Tensor x) {\n  AT_CHECK(x.is_contiguous(), \"x\");\n  AT_CHECK (x.dim() == 4, \"4d\");\n}\n"
     b = "#define MY_AT_CHECK(c) c\nvoid g(at::Tensor y) { AT_CHECK(y.is_cuda(), \"y\"); MY_AT_CHECK(1); }\n"
     t = tree(tmp_path / "src", {"setup.py": setup, "a.cu": a, "b.cu": b})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "torch-api-renamed"]
+    hit = _only_hit(t, "torch-api-renamed")
     assert hit.evidence.where == "a.cu:2" and isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
-    _apply_draft_patches(t, draft_recipe("m", "m==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert (t / "a.cu").read_text().count("TORCH_CHECK") == 2 and "AT_CHECK" not in (t / "a.cu").read_text()
     assert "TORCH_CHECK(y.is_cuda()" in (t / "b.cu").read_text() and "MY_AT_CHECK(1)" in (t / "b.cu").read_text()
 
@@ -569,7 +589,7 @@ def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "", "k.cpp": ""})
     hits = {h.trap.id: h for h in in_build_files(BuildFiles.read(t))}
     assert "cuda-toolkit-test" in hits and "force-variable-unset" in hits
-    _apply_draft_patches(t, draft_recipe("x", "x==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     code = (t / "setup.py").read_text()
     assert "if force_cuda and (False or False):" in code and "with_cuda = True and True and" in code
     assert "if False and _cuda_home:" in code  # fussim 0.3.1's qualified name: not `cpp_ext.False`
@@ -592,7 +612,7 @@ def test_an_nvcc_asked_for_its_version_and_found_on_path_gets_both_fixes_in_an_o
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
     ids = [h.trap.id for h in in_build_files(BuildFiles.read(t))]
     assert ids.index("nvcc-version-probe") < ids.index("nvcc-probe") and "cuda-flag-for-hipcc" in ids
-    _apply_draft_patches(t, draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"]))  # each edit finds its text
+    _drafted(t)  # each edit finds its text
     code = (t / "setup.py").read_text()
     assert 'output = b"Cuda compilation tools, release 12.4' in code and 'shutil.which("hipcc")' in code
     assert "-gencode" not in code and "]:\n    pass\n" in code
@@ -609,9 +629,9 @@ def test_cucomplex_names_get_hips_in_every_source_that_uses_them(tmp_path):
               "__device__ cuDoubleComplex add(cuDoubleComplex a) { return cuCadd(a, cuConj(a)); }\n"
               "int cuCount;  // not one of cuComplex's\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": kernel})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cucomplex-names"]
+    hit = _only_hit(t, "cucomplex-names")
     assert hit.evidence.where == "k.cu:2" and isinstance(hit.fix, Edits) and len(hit.fix.edits) == 1
-    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     out = (t / "k.cu").read_text()
     assert "make_hipFloatComplex(hipCrealf(a) * hipCrealf(b), hipCimagf(a))" in out
     assert "hipDoubleComplex add(hipDoubleComplex a) { return hipCadd(a, hipConj(a)); }" in out
@@ -668,9 +688,9 @@ def test_an_nvcc_version_call_over_several_lines_is_answered_whole(tmp_path):
     setup = APEX.replace('subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True)',
                          'subprocess.check_output(\n        [cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True\n    )')
     t = tree(tmp_path / "src", {"setup.py": setup + "CUDAExtension('r', ['k.cu'])\n", "k.cu": ""})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "nvcc-version-probe"]
+    hit = _only_hit(t, "nvcc-version-probe")
     assert hit.evidence.where == "setup.py:7"
-    _apply_draft_patches(t, draft_recipe("r", "r==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert 'raw_output = "Cuda compilation tools, release 12.4, V12.4.131"\n' in (t / "setup.py").read_text()
 
 
@@ -697,7 +717,7 @@ def test_the_draft_drops_register_limits_and_host_compiler_options_too(tmp_path)
              "    'nvcc': ['-O3', '--maxrregcount=60', '-Xcompiler', '-fopenmp', '--fmad=false', '-DKEEP']})],\n"
              "    cmdclass={'build_ext': BuildExtension})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
-    _apply_draft_patches(t, draft_recipe("b", "b==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert "'nvcc': ['-O3', '-DKEEP']" in " ".join((t / "setup.py").read_text().split())
 
 
@@ -717,7 +737,7 @@ def test_an_f_string_value_appended_after_its_flag_and_a_value_in_a_variable_go_
              "    return nvcc_extra_args + [\"--threads\", nvcc_threads]\n\n"
              "CUDAExtension('l', ['k.cu'], extra_compile_args={'nvcc': append_nvcc_threads(['-O3'] + nvcc_flags)})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
-    _apply_draft_patches(t, draft_recipe("l", "l==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     code = (t / "setup.py").read_text()
     assert "arch=compute" not in code and "--threads" not in code and "nvcc_threads]" not in code
     assert "return nvcc_extra_args + []" in code
@@ -761,9 +781,9 @@ def test_a_vendored_library_that_knows_hip_is_kept_out_of_hipify_by_its_breadcru
              "cpp/third_party/cub/util.cuh": "#if defined(__CUDACC__)\n#include <cuda_runtime.h>\n#endif\n",
              "cpp/own.cuh": "#if defined(__HIP__)\n#elif defined(__CUDACC__)\n#endif\n"}
     t = tree(tmp_path / "src", files)
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "vendored-library-hipified"]
+    hit = _only_hit(t, "vendored-library-hipified")
     assert hit.evidence.where == "cpp/third_party/glm/glm/glm.hpp:1"
-    _apply_draft_patches(t, draft_recipe("d", "d==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     # hipify_python.preprocessor neither rewrites nor follows a file whose first line is exactly its breadcrumb: on
     # the headers the package includes, and on the one that names CUDA's macros
     crumb = "// !!! This is a file automatically generated by hipify!!!\n"
@@ -784,7 +804,7 @@ def test_c10_hip_names_torch_dropped_become_c10_cuda_names_from_torch_2_11(tmp_p
               "using Opt = c10::hip::OptionalHIPGuard;\nauto s = c10::hip::getCurrentHIPStream();\n"
               "using M = c10::hip::OptionalHIPGuardMasqueradingAsCUDA;\nusing G2 = c10::hip::HIPGuard;\n")
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "ta/api.hpp": header})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "c10-hip-names-removed"]
+    hit = _only_hit(t, "c10-hip-names-removed")
     assert hit.evidence.where == "ta/api.hpp:2" and len(hit.fix.edits) == 3  # type: ignore[union-attr]
     text = draft_recipe("a", "a==1.0", "0" * 64, read_tree(t), ["gfx1100"])
     assert all(p["when"] == "${{ torch.version >= '2.11' }}" for p in yaml.safe_load(text)["patches"]
@@ -804,9 +824,9 @@ def test_a_rocm_extension_class_torch_lacks_falls_back_to_cuda_extension_not_a_c
              "ext = ROCMExtension if ROCMExtension is not None else CppExtension\n"
              "setup(name='a', ext_modules=[ext('a', ['k.cu'])], cmdclass={'build_ext': BuildExtension})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "rocm-extension-class-missing"]
+    hit = _only_hit(t, "rocm-extension-class-missing")
     assert hit.evidence.where == "setup.py:6"
-    _apply_draft_patches(t, draft_recipe("a", "a==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert "    ROCMExtension = CUDAExtension  # rocbuild: hipifies on ROCm\n" in (t / "setup.py").read_text()
     # without CUDAExtension to fall back to, nothing is written
     t2 = tree(tmp_path / "b", {"setup.py": setup.replace(", CUDAExtension", ""), "k.cu": "__global__ void k() {}\n"})
@@ -821,9 +841,9 @@ def test_directed_rounding_intrinsics_call_the_device_librarys_functions(tmp_pat
               "__device__ double s(double a, double b) { return __dadd_ru(a, b) + __fma_rz(a, b, a) + __dsqrt_rd(a); }\n"
               "__device__ float t(float a) { return __fmul_rn(a, a) + __fmaf_ru(a, a, a) + __fsub_rd(a, a); }\n")
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "common.h": header})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "rounding-intrinsics-hidden"]
+    hit = _only_hit(t, "rounding-intrinsics-hidden")
     assert hit.evidence.where == "common.h:2"
-    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     # each as clang's __clang_hip_math.h defines it under OCML_BASIC_ROUNDED_OPERATIONS
     assert (t / "common.h").read_text() == (
         "__device__ float r(float a) { return __frcp_rd(a) + __fdiv_ru(a, a); }\n"
@@ -875,7 +895,7 @@ def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(t
              "t/rans.hpp": "#include <cuda_runtime.h>\n", "t/rans_cuda.cu": '#include "rans.hpp"\n__global__ void k() {}\n',
              "t/other.cpp": '#include "plain.hpp"\n', "t/plain.hpp": "int g();\n", "t/other_cuda.cu": "__global__ void j() {}\n"}
     t = tree(tmp_path / "src", files)
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "hipify-name-collision"]
+    hit = _only_hit(t, "hipify-name-collision")
     assert [(p.file, p.with_) for p in hit.evidence.also] == [("t/rans_cuda.cu", "t/rans_cuda_kernels.cu")]
     line = "  ninja: error: build.ninja:31: multiple rules generate /w/src/build/temp.linux-x86_64-cpython-314/t/rans_hip.o"
     assert [h.trap.id for h in in_log([(9, line)], BuildFiles.read(t))] == ["hipify-name-collision"]
@@ -889,9 +909,9 @@ def test_cg_reduce_is_written_for_hip_where_cudas_reduce_header_is_included(tmp_
               "__device__ float s(cg::thread_block_tile<32>& t, float v) { return cg::reduce(t, v, cg::plus<float>()); }\n")
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel,
                                 "other.cu": "#include <cooperative_groups.h>\n"})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cg-reduce-missing"]
+    hit = _only_hit(t, "cg-reduce-missing")
     assert hit.evidence.where == "k.cu:2" and len(hit.fix.edits) == 1  # type: ignore[union-attr]
-    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     out = (t / "k.cu").read_text()
     assert out == kernel.replace("#include <cooperative_groups/reduce.h>", CG_REDUCE)
     # for HIP only, once per unit, and CUDA's own header everywhere else
@@ -907,9 +927,9 @@ def test_calls_hip_declares_in_another_form_take_the_form_both_declare(tmp_path)
               "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent);\n"
               "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "hip-form-differs"]
+    hit = _only_hit(t, "hip-form-differs")
     assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
-    _apply_draft_patches(t, draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert (t / "k.cu").read_text() == (
         "__device__ __nv_bfloat162 c(const float2 &v) { return __float22bfloat162_rn(make_float2(v.x, v.y)); }\n"
         "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent, 0);\n"
@@ -948,7 +968,7 @@ def test_a_gpu_probe_followed_by_questions_to_the_device_is_left_to_its_no_gpu_p
              "            self.cc = 75\n            return\n        self.device = torch.cuda.current_device()\n"
              "if torch.cuda.is_available():\n    info = Info()\n    ext = [CUDAExtension('s._C', ['k.cu'])]\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
-    _apply_draft_patches(t, draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     out = (t / "setup.py").read_text()
     assert "        self.cuda_available = torch.cuda.is_available()\n" in out and "\nif True:\n" in out
 
@@ -959,7 +979,7 @@ def test_a_cuda_library_linked_by_name_is_dropped_by_the_drafter(tmp_path):
              "ext = CUDAExtension('s._C', ['k.cu'], extra_link_args=['-O2', '-lcudart'])\n"
              "setup(name='s', ext_modules=[ext], cmdclass={'build_ext': BuildExtension})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
-    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "cuda-library-linked"]
+    hit = _only_hit(t, "cuda-library-linked")
     assert hit.evidence.where == "setup.py:3"
-    _apply_draft_patches(t, draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
+    _drafted(t)
     assert "extra_link_args=['-O2'])" in (t / "setup.py").read_text()
