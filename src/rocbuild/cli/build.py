@@ -167,7 +167,6 @@ def _with_arch_lists(plan: Plan) -> Plan:
 
     from rocbuild.errors import StepFailed
     from rocbuild.plan.archlists import read_arch_lists
-    from rocbuild.source.peek import peek
     from rocbuild.source.sdist import resolve_sdist
 
     def say(line: str) -> None:
@@ -181,7 +180,7 @@ def _with_arch_lists(plan: Plan) -> Plan:
         except StepFailed as exc:  # offline: the build reads it once the sdist is fetched
             say(f"not read ({exc.message}); the build checks the archs once it has the sdist, before any step")
             return plan
-    return read_arch_lists(plan, lambda path: peek(plan.source, path))
+    return read_arch_lists(plan)
 
 
 def per_python(args: argparse.Namespace, inv: Invocation) -> list[argparse.Namespace]:
@@ -306,19 +305,14 @@ def _interpreter_meanwhile(environ: Mapping[str, str] | None) -> Callable[[], In
     host probes may both write probes.json: each write is whole (atomic), and one lost costs a probe next time."""
     if environ is None:
         return lambda: None
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     from rocbuild.detect.python import default_interpreter
 
-    found: list[Interpreter | None] = []
-    asking = threading.Thread(target=lambda: found.append(default_interpreter(environ.get("PATH", ""), environ)),
-                              daemon=True)
-    asking.start()
-
-    def answer() -> Interpreter | None:
-        asking.join()
-        return found[0] if found else None
-    return answer
+    pool = ThreadPoolExecutor(max_workers=1)
+    asked = pool.submit(default_interpreter, environ.get("PATH", ""), environ)
+    pool.shutdown(wait=False)  # the one task runs on; `result` waits for it, and raises what it raised
+    return asked.result
 
 
 def _installs(wheels: tuple[Path, ...], interpreter: Callable[[], Interpreter | None]) -> str:

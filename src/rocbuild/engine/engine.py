@@ -193,10 +193,8 @@ class Engine:
         if not plan.arch_lists:
             return
         from rocbuild.plan.archlists import read_arch_lists  # the few recipes with such a list
-        from rocbuild.source.peek import peek
 
-        rev = resolved.identity if isinstance(plan.source, GitSource) else None
-        checked = read_arch_lists(plan, lambda path: peek(plan.source, path, rev))
+        checked = read_arch_lists(plan, rev=resolved.identity if isinstance(plan.source, GitSource) else None)
         for check in checked.arch_lists:
             if check.listed is not None:
                 self.progress.say(f"    archs {', '.join(plan.host.archs)}: listed in {check.variable} "

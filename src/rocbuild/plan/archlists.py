@@ -7,14 +7,11 @@ fails only when none is left; a copy of the list in the recipe falls behind the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import replace
 
 from rocbuild.errors import RecipeError
 from rocbuild.plan.model import ArchListCheck, Plan
-from rocbuild.source.peek import Peeked
-
-Peek = Callable[[str], Peeked | None]
+from rocbuild.source.peek import Peeked, peek
 
 
 def set_values(text: str, variable: str) -> tuple[int, tuple[str, ...]] | None:
@@ -28,12 +25,13 @@ def set_values(text: str, variable: str) -> tuple[int, tuple[str, ...]] | None:
     return text.count("\n", 0, matches[0].start()) + 1, tuple(values)
 
 
-def read_arch_lists(plan: Plan, peek: Peek, *, refuse: bool = True) -> Plan:
-    """The plan with each list that `peek` can read now filled in; an arch asked for that a list lacks is
-    refused (RecipeError, unless not `refuse`), and so is a list the file no longer sets."""
+def read_arch_lists(plan: Plan, *, rev: str | None = None, refuse: bool = True) -> Plan:
+    """The plan with each list its source has on this machine now filled in (source/peek.py; `rev`: the commit
+    a git source resolved to); an arch asked for that a list lacks is refused (RecipeError, unless not
+    `refuse`), and so is a list the file no longer sets."""
     checks = []
     for check in plan.arch_lists:
-        peeked = peek(check.file)
+        peeked = peek(plan.source, check.file, rev)
         if peeked is None:  # the source is not on this machine yet: read once it is fetched
             checks.append(check)
             continue

@@ -89,9 +89,8 @@ def plan_for(request: BuildRequest) -> Plan:
     plan = assemble(request, chosen, host)
     if plan.arch_lists:  # the source's own arch lists, where the source already is on this machine
         from rocbuild.plan.archlists import read_arch_lists
-        from rocbuild.source.peek import peek
 
-        plan = read_arch_lists(plan, lambda path: peek(plan.source, path), refuse=request.refuse)
+        plan = read_arch_lists(plan, refuse=request.refuse)
     return plan
 
 
