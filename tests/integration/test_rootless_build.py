@@ -52,11 +52,12 @@ def user() -> Iterator[tuple[str, Path, Path]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def as_user(user: tuple[str, Path, Path], *args: object) -> subprocess.CompletedProcess[str]:
+def as_user(user: tuple[str, Path, Path], *args: object, path: str = "/usr/local/bin:/usr/bin:/bin"
+            ) -> subprocess.CompletedProcess[str]:
     name, home, venv = user
-    env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "CI_SECRET_TOKEN": "hunter2"}
-    return subprocess.run(["setpriv", f"--reuid={name}", f"--regid={name}", "--init-groups", "--",
+    env = {"PATH": f"{venv / 'bin'}:{path}", "HOME": str(home), "LANG": "C.UTF-8", "CI_SECRET_TOKEN": "hunter2"}
+    # setpriv by its path: the PATH given is the command's, and may lack it
+    return subprocess.run([shutil.which("setpriv") or "setpriv", f"--reuid={name}", f"--regid={name}", "--init-groups", "--",
                            venv / "bin" / "rocbuild", *map(str, args)], env=env, cwd=home, capture_output=True,
                           text=True, check=False, timeout=600)
 
@@ -95,6 +96,23 @@ def test_a_user_without_root_builds_confined(user):
     (wheel,) = (home / "wh").glob("hello_hip-*.whl")
     owners = {p.owner() for p in (home / "w", home / "wh", home / ".cache", wheel)}
     assert owners == {name}, owners
+
+
+@pytest.mark.skipif(shutil.which("mmdebstrap") is None, reason="needs mmdebstrap")
+def test_a_root_made_without_root_needs_uidmap_and_says_so(user):
+    """mmdebstrap's unshare mode without shadow's newuidmap stops with only "E: cannot find newuidmap": rocbuild
+    says first what to install (a PATH that has mmdebstrap, and python3 for the venv, but not newuidmap)."""
+    _, home, _ = user
+    tools = home / "tools"
+    tools.mkdir(exist_ok=True)
+    for tool in ("mmdebstrap", "python3", "unshare"):
+        if not (tools / tool).exists():
+            (tools / tool).symlink_to(shutil.which(tool) or tool)
+    made = as_user(user, "root", "create", "never", "--rocm", "7.2", path=str(tools))
+    assert made.returncode == 3, made.stderr[-3000:]
+    assert "needs newuidmap and newgidmap, which are not installed" in made.stderr
+    assert "apt-get install uidmap" in made.stderr and "Traceback" not in made.stderr
+    assert not (home / ".local" / "share" / "rocbuild" / "roots" / "never.part").exists()
 
 
 @pytest.mark.root
