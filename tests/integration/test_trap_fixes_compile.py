@@ -1,8 +1,9 @@
 """What the trap catalogue writes into sources compiles for a GPU with a real HIP compiler: cg::reduce written for
 HIP where CUDA's cooperative_groups/reduce.h was included (cg-reduce-missing), with this machine's hipcc for
 gfx1030; and CUDA's directed-rounding intrinsics turned into the device library's calls (rounding-intrinsics-hidden),
-with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them). A function the device
-library lacks fails the device link `hipcc -c` runs."""
+with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them); and half2's max and min
+written for HIP (hip-form-differs), which ROCm 7.2's fp16 header lacks. A function the device library lacks fails
+the device link `hipcc -c` runs."""
 
 from __future__ import annotations
 
@@ -63,6 +64,27 @@ def test_cg_reduce_written_for_hip_compiles_and_links_device_code(tmp_path: Path
 @pytest.mark.network
 def test_directed_rounding_as_the_device_librarys_calls_links_in_rocm_7_2(root: str, tmp_path: Path) -> None:  # noqa: F811
     assert not rounding_intrinsics({"k.hip": fixed(tmp_path, ROUNDING, "rounding-intrinsics-hidden")})
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+
+
+HALF2 = """\
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#define H2RELU(x) __hmax2(__float2half2_rn(0.0f), (x))
+__global__ void k(__half2* x) { x[threadIdx.x] = __hmin2(H2RELU(x[threadIdx.x]), x[0]); }
+"""
+
+
+@pytest.mark.root
+@pytest.mark.network
+def test_half2_max_and_min_written_for_hip_compile_in_rocm_7_2(root: str, tmp_path: Path) -> None:  # noqa: F811
+    # cugpt 0.1.0's ReLU: ROCm 7.2's fp16 header has __hmax, and no __hmax2
+    (tmp_path / "as-is.hip").write_text(HALF2)
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "as-is.hip", cwd=tmp_path)
+    assert done.returncode != 0 and "undeclared identifier '__hmax2'" in done.stderr
+    assert fixed(tmp_path, HALF2, "hip-form-differs").count("rocbuild_hm") == 6  # 2 calls, 2 functions, 2 #defines
     done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()

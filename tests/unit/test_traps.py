@@ -983,3 +983,101 @@ def test_a_cuda_library_linked_by_name_is_dropped_by_the_drafter(tmp_path):
     assert hit.evidence.where == "setup.py:3"
     _drafted(t)
     assert "extra_link_args=['-O2'])" in (t / "setup.py").read_text()
+
+
+def test_a_gpu_probe_whose_block_only_asks_the_device_for_an_arch_stays(tmp_path):
+    # gimbal-engine 2.1.2: `if torch.cuda.is_available():` then get_device_capability(0), to set TORCH_CUDA_ARCH_LIST;
+    # made True, setup.py asked for a CUDA device and died ("Torch not compiled with CUDA enabled")
+    picks = ("import os, torch\nfrom torch.utils.cpp_extension import CUDAExtension\ndef arch():\n"
+             "    if torch.cuda.is_available():\n        major, minor = torch.cuda.get_device_capability(0)\n"
+             "        os.environ['TORCH_CUDA_ARCH_LIST'] = f'{major}.{minor}'\n"
+             "ext = [CUDAExtension('g._cuda', ['k.cu'])]\n")
+    t = tree(tmp_path / "a", {"setup.py": picks, "k.cu": "__global__ void k() {}\n"})
+    assert "gpu-probe-at-build" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    # a block that builds the extension is the GPU branch, and is still taken
+    gates = picks.replace("ext = [", "    ext = [").replace("def arch():\n", "")
+    gates = gates.replace("        ", "    ").replace("    if torch", "if torch")
+    t = tree(tmp_path / "b", {"setup.py": gates + "    cap = torch.cuda.get_device_capability(0)\n",
+                              "k.cu": "__global__ void k() {}\n"})
+    _drafted(t)
+    assert "\nif True:\n" in (t / "setup.py").read_text()
+
+
+def test_extensions_built_only_for_build_ext_on_the_command_line_are_built_in_the_wheel(tmp_path):
+    # torch-llm-kernels 0.1.0: `needs_ext_modules = 'build_ext' in sys.argv`; pip's backend runs bdist_wheel, and the
+    # wheel came out with no extension at all
+    setup = ("import sys\nfrom setuptools import setup\nneeds_ext_modules = 'build_ext' in sys.argv\n"
+             "if needs_ext_modules:\n    from torch.utils.cpp_extension import CUDAExtension\n"
+             "    ext = [CUDAExtension('t._C', ['k.cu'])]\nelse:\n    ext = []\nsetup(ext_modules=ext)\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    hit = _only_hit(t, "extension-behind-argv")
+    assert hit.evidence.where == "setup.py:3"
+    _drafted(t)
+    assert "needs_ext_modules = True\n" in (t / "setup.py").read_text()
+    # a wheel pip builds is what `bdist_wheel in sys.argv` asks for: left as it is
+    t = tree(tmp_path / "b", {"setup.py": setup.replace("'build_ext'", "'bdist_wheel'"), "k.cu": ""})
+    assert "extension-behind-argv" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+def test_a_cpu_only_build_names_a_setup_py_in_a_folder_the_build_never_runs(tmp_path):
+    # tiny-torch-nevmenko 0.1.0: pyproject.toml and setup.cfg build a pure-Python wheel; tiny_torch/setup.py holds the
+    # CUDAExtension
+    t = tree(tmp_path / "src", {
+        "pyproject.toml": "[build-system]\nrequires = ['setuptools']\nbuild-backend = 'setuptools.build_meta'\n",
+        "setup.cfg": "[metadata]\nname = tiny\n", "tiny_torch/relu_kernel.cu": "__global__ void k() {}\n",
+        "tiny_torch/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                               "setup(ext_modules=[CUDAExtension('relu', ['relu_kernel.cu'])])\n"})
+    hits = [h for h in in_findings([("cpu_only", "no ELF file")], BuildFiles.read(t)) if h.trap.id == "extension-in-subfolder"]
+    assert len(hits) == 1 and hits[0].files is not None and hits[0].files.where == "tiny_torch/setup.py:2"
+    assert hits[0].fix is None
+    # a top-level setup.py that builds one is not this
+    (t / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\nx = CUDAExtension('a', ['b.cu'])\n")
+    assert "extension-in-subfolder" not in [h.trap.id for h in in_findings([("cpu_only", "")], BuildFiles.read(t))]
+
+
+def test_a_cpu_only_build_names_a_library_shipped_built_for_cuda(tmp_path):
+    # deepgpr 0.1.3: src/DeepGPR/lib/deepgpr.so (built with nvcc) and deepgpr.cu, which its build never compiles
+    t = tree(tmp_path / "src", {"pyproject.toml": "[project]\nname = 'd'\n", "src/d/lib/d.cu": "__global__ void k() {}\n",
+                                "src/d/lib/d.so": "\x7fELF", "src/d/__init__.py": ""})
+    (hit,) = [h for h in in_findings([("cpu_only", "")], BuildFiles.read(t)) if h.trap.id == "prebuilt-cuda-binary"]
+    assert hit.files is not None and hit.files.value == "src/d/lib/d.so" and "d.cu" in hit.files.text
+    (t / "src/d/lib/d.cu").unlink()  # a library without sources of its own is not this
+    assert "prebuilt-cuda-binary" not in [h.trap.id for h in in_findings([("cpu_only", "")], BuildFiles.read(t))]
+
+
+def test_half2_max_and_min_call_a_function_written_first_in_the_file(tmp_path):
+    # cugpt 0.1.0: `#define H2RELU(x) __hmax2(__float2half2_rn(0.0f), (x))`; HIP's fp16 has __hmax, not __hmax2
+    from rocbuild.draft.masks import HALF2_MINMAX
+
+    kernel = ("#include <cuda_fp16.h>\n#define H2RELU(x) __hmax2(__float2half2_rn(0.0f), (x))\n"
+              "__device__ half2 c(half2 a, half2 b) { return __hmin2 (a, b); }\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
+    hit = _only_hit(t, "hip-form-differs")
+    assert hit.evidence.where == "k.cu:2" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
+    draft = draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    _apply_draft_patches(t, draft)
+    out = (t / "k.cu").read_text()
+    assert out == HALF2_MINMAX + kernel.replace("__hmax2(", "rocbuild_hmax2(").replace("__hmin2 (", "rocbuild_hmin2(")
+    _apply_draft_patches(t, draft)  # applied again (a resumed tree), the same
+    assert (t / "k.cu").read_text() == out
+    assert "hip-form-differs" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+def test_the_limited_api_is_dropped_for_an_extension_that_includes_pybind11(tmp_path):
+    # torch-llm-kernels 0.1.0: py_limited_api=True (torch then adds -DPy_LIMITED_API to hipcc's compile too), a
+    # -DPy_LIMITED_API flag of its own and an abi3 tag, with kernels.h including torch/extension.h: pybind11 met
+    # no Py_buffer
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "args = {'cxx': ['-O3', '-DPy_LIMITED_API=0x03090000'], 'nvcc': ['-O3']}\n"
+             "ext = [CUDAExtension('t._C', ['k.cu'], extra_compile_args=args, py_limited_api=True)]\n"
+             "setup(ext_modules=ext, options={'bdist_wheel': {'py_limited_api': 'cp39'}})\n")
+    t = tree(tmp_path / "a", {"setup.py": setup, "k.cu": '#include <torch/extension.h>\n__global__ void k() {}\n'})
+    hit = _only_hit(t, "limited-api-with-pybind11")
+    assert hit.evidence.where == "setup.py:4" and hit.evidence.value == "k.cu"
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    assert "args = {'cxx': ['-O3', ], 'nvcc'" in out and "py_limited_api=False)]" in out
+    assert "{'py_limited_api': False}" in out
+    # an extension written against torch/library.h alone may keep the limited API
+    t = tree(tmp_path / "b", {"setup.py": setup, "k.cu": '#include <torch/library.h>\n__global__ void k() {}\n'})
+    assert "limited-api-with-pybind11" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]

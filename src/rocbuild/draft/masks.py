@@ -375,8 +375,28 @@ HIP_FORMS = (
 )
 
 
+# CUDA's half2 __hmax2/__hmin2, which HIP's fp16 header lacks (it has __hmax and __hmin, and bf16's __hmax2):
+# cugpt's ReLU. Each call goes to a function of rocbuild's, written first in the file: for HIP, lane by lane
+# through __hmax/__hmin; for CUDA, CUDA's own. Once per translation unit (a header may carry it too).
+HALF2_MINMAX_CALL = re.compile(r"\b__hm(ax|in)2\s*\(")
+HALF2_MINMAX = "\n".join([
+    "#if !defined(ROCBUILD_HALF2_MINMAX)  // rocbuild: HIP's fp16 has __hmax and __hmin, not their half2 forms",
+    "#define ROCBUILD_HALF2_MINMAX",
+    "#if defined(__HIPCC__)",
+    "#include <hip/hip_fp16.h>",
+    *(f"static __host__ __device__ inline __half2 rocbuild_h{op}2(__half2 a, __half2 b) {{ return __halves2half2("
+      f"__h{op}(__low2half(a), __low2half(b)), __h{op}(__high2half(a), __high2half(b))); }}" for op in ("max", "min")),
+    "#else",
+    "#define rocbuild_hmax2 __hmax2",
+    "#define rocbuild_hmin2 __hmin2",
+    "#endif",
+    "#endif",
+    ""])
+
+
 def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
-    """Each file's calls HIP declares in another form, as one regex edit per form to the one both take."""
+    """Each file's calls HIP declares in another form, as one regex edit per form to the one both take; half2's
+    max and min as a function of rocbuild's, written first in the file."""
     found: list[SourceEdit] = []
     for rel, text in texts.items():
         for pattern, form in HIP_FORMS:
@@ -384,4 +404,9 @@ def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
             if first is not None:
                 found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), pattern.pattern,
                                         form, True))
+        first = HALF2_MINMAX_CALL.search(text)
+        if first is not None and "ROCBUILD_HALF2_MINMAX" not in text:
+            where, line = _line(text, first.start()), _text(text, first.start())
+            found += [SourceEdit(rel, where, line, HALF2_MINMAX_CALL.pattern, r"rocbuild_hm\g<1>2(", True),
+                      SourceEdit(rel, where, line, r"\A", HALF2_MINMAX, True)]
     return found

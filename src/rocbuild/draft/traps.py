@@ -182,10 +182,12 @@ def gpu_probe(files: BuildFiles) -> Evidence | None:
         if where.startswith("setup.py:") and not forced & set(reads):
             number = int(where.split(":")[1])
             # cpp_extension's CUDA_HOME is None on a ROCm torch (no nvcc): a test of it goes with the probe.
-            probes = ["torch.cuda.is_available()"] + (
+            keep = _device_asked(files.setup)
+            probes = (["torch.cuda.is_available()"] if _probes_left(files.setup, keep) else []) + (
                 ["CUDA_HOME is not None"] if any("CUDA_HOME is not None" in line for line in files.setup) else [])
-            return Evidence(where, files.setup[number - 1].strip(), "|".join(probes), "setup.py",
-                            keep=_device_asked(files.setup))
+            if not probes:  # each probe is followed by questions to the device, and stays
+                return None
+            return Evidence(where, files.setup[number - 1].strip(), "|".join(probes), "setup.py", keep=keep)
     for number, line in enumerate(files.setup, 1):
         if "torch.has_cuda" in line:
             return Evidence(f"setup.py:{number}", line.strip(), "torch.has_cuda", "setup.py")
@@ -202,10 +204,36 @@ def _device_asked(setup: list[str]) -> tuple[str, ...]:
     kept = []
     for number, line in enumerate(setup):
         at = line.find("torch.cuda.is_available()")
-        if at >= 0 and any(DEVICE_QUERY.search(after) for after in setup[number + 1:number + 12]) \
-                and not line.lstrip().startswith(("if ", "elif ")):
+        if at < 0:
+            continue
+        if line.lstrip().startswith(("if ", "elif ")):
+            # gimbal-engine's `if torch.cuda.is_available():` then get_device_capability(0), to pick an arch: its
+            # block builds nothing, so the no-GPU path is kept; a block that builds the extension is made true
+            block = _block(setup, number)
+            if any(DEVICE_QUERY.search(inner) for inner in block) and \
+                    not any(re.search(r"Extension\s*\(|ext_modules", inner) for inner in block):
+                kept.append(line[:at])
+        elif any(DEVICE_QUERY.search(after) for after in setup[number + 1:number + 12]):
             kept.append(line[:at])
     return tuple(kept)
+
+
+def _probes_left(setup: list[str], keep: tuple[str, ...]) -> bool:
+    """Whether a `torch.cuda.is_available()` stands where no kept prefix precedes it (the fix's edit has a match)."""
+    return any(not any(line[:at].endswith(before) for before in keep)
+               for line in setup for at in [m.start() for m in re.finditer(r"torch\.cuda\.is_available\(\)", line)])
+
+
+def _block(lines: list[str], number: int) -> list[str]:
+    """The lines of the block the statement at `number` (0-based) opens: those indented deeper, up to the first
+    that is not."""
+    indent = len(lines[number]) - len(lines[number].lstrip())
+    block = []
+    for line in lines[number + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        block.append(line)
+    return block
 
 
 # What a ROCm torch says to a setup.py that tests for CUDA's toolkit: neither is set, and cpp_extension
@@ -283,6 +311,76 @@ def phantom_extension(files: BuildFiles) -> Evidence | None:
         if match and re.search(rf"import[^\n]*\b{match.group('name')}\b", setup):
             return Evidence(f"setup.py:{number}", line.strip(), match.group("name"), "setup.py")
     return None
+
+
+# A command pip's backend never passes: setuptools' build_meta runs `setup.py bdist_wheel` (and egg_info, dist_info).
+ARGV_GATE = re.compile(r"""(["'])(?:build_ext|build|install|develop)\1\s+in\s+sys\.argv(?:\[\s*1\s*:\s*\])?""")
+
+
+def argv_gate(files: BuildFiles) -> Evidence | None:
+    """setup.py builds its extensions only when its command line names a command pip never runs
+    (`needs_ext_modules = 'build_ext' in sys.argv`, torch-llm-kernels'): a wheel pip builds holds none."""
+    for number, line in enumerate(files.setup, 1):
+        match = ARGV_GATE.search(line)
+        if match and not line.lstrip().startswith("#"):
+            return Evidence(f"setup.py:{number}", line.strip(), match.group(0), "setup.py")
+    return None
+
+
+LIMITED_API = re.compile(r"\bpy_limited_api\s*=\s*True\b")
+PYBIND11 = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:torch/extension\.h|torch/python\.h|pybind11/)", re.MULTILINE)
+
+
+def limited_api_with_pybind11(files: BuildFiles) -> Evidence | None:
+    """A torch extension built for Python's limited API (`py_limited_api=True`, which makes torch add
+    -DPy_LIMITED_API to every compile, hipcc's too) whose sources include pybind11 (torch/extension.h)."""
+    if files.torch is None:
+        return None
+    line = next(((n, t) for n, t in enumerate(files.setup, 1) if LIMITED_API.search(t) and not t.lstrip().startswith("#")),
+                None)
+    uses = next((rel for rel, text in sorted(files.sources.items()) if PYBIND11.search(text)), None)
+    if line is None or uses is None:
+        return None
+    setup = "\n".join(files.setup)
+    edits = tuple(SourceEdit("setup.py", line[0], line[1].strip(), find, with_, True) for find, with_ in FULL_API
+                  if re.search(find, setup))
+    return Evidence(f"setup.py:{line[0]}", line[1].strip(), uses, "setup.py", also=edits)
+
+
+# The limited API undone in setup.py: the extension's flag, a -DPy_LIMITED_API of its own, bdist_wheel's abi3 tag.
+FULL_API = ((LIMITED_API.pattern, "py_limited_api=False"),
+            (r"""["']-DPy_LIMITED_API=\w+["']\s*,?[ \t]*""", ""),
+            (r"""(["']py_limited_api["']\s*:\s*)["']cp\d+["']""", r"\g<1>False"))
+
+
+def nested_setup(files: BuildFiles) -> Evidence | None:
+    """The sdist's own build compiles nothing, and a setup.py in a folder of it builds a torch extension that
+    nothing runs (tiny-torch-nevmenko's tiny_torch/setup.py)."""
+    if any(re.search(r"Extension\s*\(", line) for line in files.setup) or files.cmake:
+        return None
+    for path in sorted(files.tree.glob("*/**/setup.py")):
+        text = path.read_text(errors="replace")
+        match = re.search(r"^.*\b(?:CUDA|Cpp)Extension\s*\(.*$", text, re.MULTILINE)
+        if match:
+            rel = path.relative_to(files.tree).as_posix()
+            return Evidence(f"{rel}:{text.count(chr(10), 0, match.start()) + 1}", match.group(0).strip(), rel, rel)
+    return None
+
+
+PREBUILT = (".so", ".dll", ".dylib", ".pyd")
+
+
+def prebuilt_binary(files: BuildFiles) -> Evidence | None:
+    """The sdist ships a library built elsewhere beside CUDA sources its build never compiles
+    (deepgpr's lib/deepgpr.so and deepgpr.cu, loaded at run time): that library is CUDA's."""
+    if any(re.search(r"Extension\s*\(", line) for line in files.setup) or files.cmake:
+        return None
+    kernels = [rel for rel in files.sources if rel.endswith((".cu", ".cuh"))]
+    built = sorted(p.relative_to(files.tree).as_posix() for p in files.tree.rglob("*")
+                   if p.suffix in PREBUILT and p.is_file() and not p.is_symlink())
+    if not kernels or not built:
+        return None
+    return Evidence(built[0], f"{', '.join(built[:3])} shipped prebuilt beside {kernels[0]}", built[0], built[0])
 
 
 def nvcc_build(files: BuildFiles) -> Evidence | None:
@@ -737,6 +835,13 @@ def _toolkit_tests(files: Evidence | None, _failure: Evidence | None) -> Fix | N
                         "torch hipifies")
 
 
+def _argv_true(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    return ReplaceText(files.file, files.value, "True", says=f"setup.py's test of its command line ({files.where}) "
+                       "is True: its extensions are built in the wheel pip builds")
+
+
 def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None or files.file is None:
         return None
@@ -942,10 +1047,11 @@ TRAPS: tuple[Trap, ...] = (
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
     Trap("hip-form-differs", "a CUDA call HIP declares in another form",
          "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
-         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), and hipMalloc3DArray takes its flags "
-         "without CUDA's default of 0; each call becomes the form both take, one regex edit per file and form",
+         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), hipMalloc3DArray takes its flags "
+         "without CUDA's default of 0, and fp16 has no half2 __hmax2/__hmin2 (bf16 has); each call becomes the form "
+         "both take, one regex edit per file and form (half2's max and min a function written first in the file)",
          _source_edits("call the form HIP declares too"),
-         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn)'",
+         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn|__hm(?:ax|in)2)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
@@ -1065,6 +1171,28 @@ TRAPS: tuple[Trap, ...] = (
                                    r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'",
                                    r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)"),
          draft=False, fixes="by hand", names="CUDA feature"),
+    Trap("extension-behind-argv", "extensions built only for a command pip never runs",
+         "setup.py adds its extensions only when sys.argv names build_ext (or install, develop); pip's backend runs "
+         "bdist_wheel, so the wheel comes out without them: the test is made true",
+         _argv_true, findings=CPU_ONLY, files=argv_gate, fixes="a replace edit"),
+    Trap("limited-api-with-pybind11", "Python's limited API asked for by an extension that includes pybind11",
+         "with py_limited_api=True, torch's BuildExtension adds -DPy_LIMITED_API to every compile, hipcc's too, and "
+         "pybind11 (torch/extension.h) needs the full C API (Py_buffer, PyTypeObject's members): the extension is "
+         "built for the full API, and its wheel is not tagged abi3",
+         _source_edits("build for the full C API, which pybind11 needs"),
+         log=(r"error: unknown type name 'Py_buffer'",
+                         r"member access into incomplete type 'PyTypeObject'"),
+         files=limited_api_with_pybind11, fixes="replace edits"),
+    Trap("extension-in-subfolder", "the torch extension's setup.py sits in a folder the build never runs",
+         "the sdist's own build (its pyproject.toml or setup.cfg) compiles nothing, and the CUDAExtension stands in "
+         "a setup.py further down, which neither pip nor rocbuild runs: the package must be built from that folder, "
+         "or packaged again, by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=nested_setup,
+         draft=False, fixes="by hand", names="setup.py"),
+    Trap("prebuilt-cuda-binary", "a library shipped built for CUDA beside its sources",
+         "the sdist carries a shared library its author built with nvcc, and CUDA sources its build never "
+         "compiles; the package loads that library at run time: building it for ROCm (hipify, hipcc) is a port "
+         "by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=prebuilt_binary, draft=False,
+         fixes="by hand", names="library"),
     Trap("nvcc-build-of-its-own", "setup.py compiles its CUDA sources with nvcc itself",
          "setup.py runs nvcc on its .cu files itself instead of torch's cpp_extension, which hipifies them; there "
          "is no nvcc here, and hipcc takes CUDA sources only once hipified: a port by hand (a CUDAExtension, or "
@@ -1074,7 +1202,8 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
          "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
          "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
-         lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found"),
+         lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found",
+                                   r"Compiling the CUDA compiler identification source file"),
          findings=CPU_ONLY,  # a CUDA backend CMake leaves out where it finds no nvcc (serron's check_language)
          after_failure=cmake_cuda_only, draft=False, fixes="by hand"),
     Trap("torch-thc-removed", "a header of torch's THC, removed in torch 1.11",
