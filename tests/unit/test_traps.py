@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from rocbuild.draft.edit import apply_fix
-from rocbuild.draft.fixes import Expect, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.fixes import Edits, Expect, MemoryPerJob, ReplaceText, Require, SetEnv
 from rocbuild.draft.traps import (
     REFERENCE_END,
     REFERENCE_START,
@@ -880,7 +880,8 @@ def test_a_cpu_only_build_of_a_cmake_project_with_a_cuda_only_backend_names_that
              "if(CMAKE_CUDA_COMPILER)\n  enable_language(CUDA)\nendif()\n")
     t = tree(tmp_path / "src", {"CMakeLists.txt": cmake, "pyproject.toml": "[build-system]\n"})
     (hit,) = [h for h in in_findings([("cpu_only", "no device code")], BuildFiles.read(t)) if h.trap.id == "cmake-cuda-only"]
-    assert hit.files is not None and hit.files.where == "CMakeLists.txt:5" and hit.fix is None
+    assert hit.files is not None and hit.files.where == "CMakeLists.txt:3"
+    assert isinstance(hit.fix, Edits) and hit.fix.first is not None and hit.fix.first.name == "hipify"
 
 
 def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(tmp_path):
@@ -1081,3 +1082,45 @@ def test_the_limited_api_is_dropped_for_an_extension_that_includes_pybind11(tmp_
     # an extension written against torch/library.h alone may keep the limited API
     t = tree(tmp_path / "b", {"setup.py": setup, "k.cu": '#include <torch/library.h>\n__global__ void k() {}\n'})
     assert "limited-api-with-pybind11" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+PORT_CMAKE = """\
+cmake_minimum_required(VERSION 3.24)
+project(k VERSION 0.1 LANGUAGES CXX CUDA)
+set(CMAKE_CXX_STANDARD 17)
+find_package(CUDAToolkit REQUIRED)
+find_package(Torch REQUIRED)
+add_subdirectory(third_party/lib)
+add_library(_k MODULE k.cu host.cpp)
+target_link_libraries(_k PRIVATE CUDA::cudart CUDA::cublas ${TORCH_LIBRARIES})
+"""
+
+
+def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
+    # cuneb-chenn 0.0.4, fusedtok 2.5.0, gpuastar-cu 0.1.0, cuda-moea 0.2.0: project(... CUDA), find_package(CUDAToolkit),
+    # CUDA::cudart; CMake looked for nvcc. A vendored library's own CMakeLists.txt is left as it is.
+    t = tree(tmp_path / "src", {"CMakeLists.txt": PORT_CMAKE, "k.cu": "__global__ void k() {}\n", "host.cpp": "",
+                                "pyproject.toml": "[build-system]\nbuild-backend = 'scikit_build_core.build'\n",
+                                "third_party/lib/CMakeLists.txt": "enable_language(CUDA)\n"})
+    hit = _only_hit(t, "cmake-cuda-only")
+    assert hit.evidence.where == "CMakeLists.txt:2" and isinstance(hit.fix, Edits)
+    assert {e.file for e in hit.fix.edits} == {"CMakeLists.txt"}
+    text = draft_recipe("k", "k==0.1", "0" * 64, read_tree(t), ["gfx1100"])
+    recipe = load_recipe_text(text, tmp_path / "k.yaml")
+    # the sources hipified in place by a step of their own, before the wheel's; torch's CMake package found
+    assert [s.KIND for s in recipe.steps] == ["run", "wheel"] and recipe.steps[0].name == "hipify"
+    assert recipe.steps[0].argv[:2] == ("python", "-c") and "hipify_python" in recipe.steps[0].argv[2]  # type: ignore[attr-defined]
+    assert dict(recipe.steps[1].env)["CMAKE_PREFIX_PATH"].value == "${{ torch.cmake_prefix }}"
+    _apply_draft_patches(t, text)
+    out = (t / "CMakeLists.txt").read_text()
+    pre, rest = out.split("project(k VERSION 0.1 LANGUAGES CXX HIP)\n")
+    assert 'set(CMAKE_HIP_ARCHITECTURES "${{ archs | join(\';\') }}")' in pre and "set(CMAKE_HIP_STANDARD 20)" in pre
+    assert "set(CMAKE_CXX_STANDARD 20)\nfind_package(CUDAToolkit" not in rest and "set(CMAKE_CXX_STANDARD 20)" in rest
+    assert "set(CUDAToolkit_FOUND TRUE)" in rest and "find_package(CUDAToolkit" not in rest
+    assert "find_package(hipblas REQUIRED)" in rest and "cublas=roc::hipblas" in rest
+    assert rest.rstrip().endswith('_rocbuild_cu_as_hip("${CMAKE_CURRENT_SOURCE_DIR}")')
+    assert 'if(s MATCHES "\\\\.cu$"' in rest  # CMake's "\\.cu$", as written (a regex replacement undoes escapes)
+    assert (t / "third_party/lib/CMakeLists.txt").read_text() == "enable_language(CUDA)\n"
+    _apply_draft_patches(t, text)  # a tree patched already is left as it is
+    assert (t / "CMakeLists.txt").read_text() == out
+    assert "cmake-cuda-only" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]

@@ -19,6 +19,7 @@ from rocbuild.draft.fixes import (
     ReplaceText,
     Require,
     RocmTorch,
+    RunFirst,
     SetEnv,
     quote,
 )
@@ -38,10 +39,15 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
         case ReplaceText():
             lines = _append_entry(lines, "patches", fix.entry(), note, present=_present(lines, fix))
         case Edits():
+            said = note
             for edit in fix.edits:  # the comment once, above the first edit the recipe lacks
                 before = lines
                 lines = _append_entry(lines, "patches", edit.entry(), note, present=_present(lines, edit))
                 note = note if lines is before else ""
+            for env in fix.env:
+                lines = _set_env(lines, env, said)
+            if fix.first is not None:
+                lines = _run_first(lines, fix.first, said)
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():
@@ -131,6 +137,16 @@ def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
     last = max([i + 1 for i in range(env + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
                or [env + 1])
     return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {quote(fix.value)}", *lines[last:]]
+
+
+def _run_first(lines: list[str], step: RunFirst, note: str) -> list[str]:
+    """`step` put just before the wheel step, unless a step of its name is there."""
+    found = _wheel_step(lines)
+    if found is None or any(re.match(rf"^\s*-?\s*name:\s*{re.escape(step.name)}\s*$", line) for line in lines):
+        return lines
+    dash = found[0]
+    pad = " " * (len(lines[dash]) - len(lines[dash].lstrip()) - 2)
+    return [*lines[:dash], f"{pad}  # {note}", *(pad + line for line in step.entry()), *lines[dash:]]
 
 
 def _wheel_step(lines: list[str]) -> tuple[int, int, int] | None:

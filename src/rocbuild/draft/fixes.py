@@ -133,15 +133,36 @@ class RemoveFile:
 
 
 @dataclass(frozen=True)
+class RunFirst:
+    """A `run:` step put before the wheel step (the sources hipified in place for a CMake port)."""
+
+    name: str
+    argv: tuple[str, ...]
+
+    def entry(self) -> list[str]:
+        return [f"  - name: {self.name}", "    run:", *(f"      - {quote(arg)}" for arg in self.argv)]
+
+    def describe(self) -> str:
+        return f"run {self.name} before the wheel step"
+
+
+@dataclass(frozen=True)
 class Edits:
     """Several patches that are one fix (the same mask in each of a package's sources; a source copied under
-    a new name and the build file that names it)."""
+    a new name and the build file that names it); with the variables and the step before the wheel step a
+    port needs besides."""
 
     edits: tuple[ReplaceText | CopyFile | RemoveFile, ...]
     says: str
+    env: tuple[SetEnv, ...] = ()
+    first: RunFirst | None = None
 
     def yaml(self) -> list[str]:
-        return ["patches:", *(line for edit in self.edits for line in edit.entry())]
+        lines = ["patches:", *(line for edit in self.edits for line in edit.entry())]
+        if self.env or self.first:
+            lines += ["steps:", *(self.first.entry() if self.first else []), "  - wheel: {}"]
+            lines += ["    env:", *(f"      {e.name}: {quote(e.value)}" for e in self.env)] if self.env else []
+        return lines
 
     def describe(self) -> str:
         return self.says

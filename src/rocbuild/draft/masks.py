@@ -372,6 +372,8 @@ _ARG = r"[^(),;]+"
 HIP_FORMS = (
     (re.compile(rf"\b__floats2bfloat162_rn\(\s*({_ARG}),\s*({_ARG})\)"), r"__float22bfloat162_rn(make_float2(\1, \2))"),
     (re.compile(rf"\bcudaMalloc3DArray\(\s*({_ARG}),\s*({_ARG}),\s*({_ARG})\)"), r"cudaMalloc3DArray(\1, \2, \3, 0)"),
+    # HIP's bf16 has __float2bfloat16 (round to nearest even, as clang converts) and no _rn name (fusedtok)
+    (re.compile(r"\b__float2bfloat16_rn\s*\("), "__float2bfloat16("),
 )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocbuild.draft.cmake_port import HIPIFY, cuda_cmake_files, port
 from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
@@ -26,6 +27,7 @@ from rocbuild.draft.fixes import (
     ReplaceText,
     Require,
     RocmTorch,
+    RunFirst,
     SetEnv,
 )
 from rocbuild.draft.masks import (
@@ -730,9 +732,14 @@ HIP_LANGUAGE = r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b"
 
 
 def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
-    """A top CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA))."""
-    return _cmake_line(files, r"\bproject\s*\([^)]*\bCUDA\b|enable_language\s*\(\s*CUDA\b",
-                       unless=HIP_LANGUAGE + r"|USE_ROCM|\bhip::")
+    """A CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA)), anywhere in the
+    tree outside its vendored libraries; with the edits that build it as HIP."""
+    torch = files.torch is not None or any("torch" in text.lower() for _, text in cuda_cmake_files(files.tree))
+    found = port(files.tree, torch=torch)
+    if found is None:
+        return None
+    rel, number, line = found.files[0]
+    return Evidence(f"{rel}:{number}", line, "torch" if torch else None, rel, also=found.edits)
 
 
 def runtime_binding(files: BuildFiles) -> Evidence | None:
@@ -833,6 +840,18 @@ def _toolkit_tests(files: Evidence | None, _failure: Evidence | None) -> Fix | N
     edits = tuple(ReplaceText("setup.py", _qualified(t), TOOLKIT_TESTS[t], regex=True) for t in tests)
     return Edits(edits, "setup.py's tests of CUDA_HOME and torch.version.cuda pass: its CUDA branch is taken, which "
                         "torch hipifies")
+
+
+def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    """Each CUDA-only CMakeLists.txt built as HIP, the sources hipified in place by a step before the wheel's,
+    and torch's CMake package found (CMake reads CMAKE_PREFIX_PATH from the environment)."""
+    if files is None or not files.also:
+        return None
+    edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=e.regex) for e in files.also)
+    names = sorted({e.file for e in files.also})
+    env = (SetEnv("CMAKE_PREFIX_PATH", "${{ torch.cmake_prefix }}"),) if files.value == "torch" else ()
+    return Edits(edits, f"build CUDA as HIP in {', '.join(names)}, the sources hipified in place first", env=env,
+                 first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
 
 
 def _argv_true(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1047,11 +1066,12 @@ TRAPS: tuple[Trap, ...] = (
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
     Trap("hip-form-differs", "a CUDA call HIP declares in another form",
          "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
-         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), hipMalloc3DArray takes its flags "
+         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b) and __float2bfloat16 for its "
+         "__float2bfloat16_rn, hipMalloc3DArray takes its flags "
          "without CUDA's default of 0, and fp16 has no half2 __hmax2/__hmin2 (bf16 has); each call becomes the form "
          "both take, one regex edit per file and form (half2's max and min a function written first in the file)",
          _source_edits("call the form HIP declares too"),
-         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn|__hm(?:ax|in)2)'",
+         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn|__float2bfloat16_rn|__hm(?:ax|in)2)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
@@ -1165,11 +1185,14 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
          "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX), nor NVVM's PTX intrinsics "
-         "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()): no package brings them; the code that uses them must be "
+         "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()), nor its toolkit's programs (bin2c, ptxas, fatbinary) a "
+         "CMake project runs on PTX: no package brings them; the code that uses them must be "
          "ported, or left out of the ROCm build, by hand",
          lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
                                    r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'",
-                                   r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)"),
+                                   r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)",
+                                   r"Could not find \w+ using the following names: (?P<value>bin2c|ptxas|fatbinary|nvlink"
+                                   r"|cuobjdump|nvdisasm)\b"),
          draft=False, fixes="by hand", names="CUDA feature"),
     Trap("extension-behind-argv", "extensions built only for a command pip never runs",
          "setup.py adds its extensions only when sys.argv names build_ext (or install, develop); pip's backend runs "
@@ -1200,12 +1223,14 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"No such file or directory: '(?P<value>nvcc)'",), after_failure=nvcc_build, draft=False,
          fixes="by hand"),
     Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
-         "CMake asks for nvcc where a project names CUDA as a language and has no HIP path: there is no switch to "
-         "set; its CUDA sources must be built as HIP (enable_language(HIP), LANGUAGE HIP) by hand",
-         lambda _f, _e: None, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found",
+         "CMake asks for nvcc where a project names CUDA as a language and has no HIP path, and there is no switch "
+         "to set: CMake builds its CUDA sources as HIP (its HIP language, the sources hipified in place by torch's "
+         "hipify first, HIP's runtime and ROCm's libraries behind CUDA's imported targets); what CMake gave nvcc "
+         "alone no longer applies, and code written for NVIDIA's hardware alone still needs a port",
+         _cmake_as_hip, log=(r"Failed to find nvcc", r"No CMAKE_CUDA_COMPILER could be found",
                                    r"Compiling the CUDA compiler identification source file"),
          findings=CPU_ONLY,  # a CUDA backend CMake leaves out where it finds no nvcc (serron's check_language)
-         after_failure=cmake_cuda_only, draft=False, fixes="by hand"),
+         files=cmake_cuda_only, fixes="replace edits, a variable and a step"),
     Trap("torch-thc-removed", "a header of torch's THC, removed in torch 1.11",
          "torch 1.11 removed THC (THH once hipified): THC.h and its macros (THCudaCheck, THCState) are gone, and "
          "their ATen counterparts (at::cuda::getCurrentCUDAStream, C10_CUDA_CHECK) take their place in a port by "

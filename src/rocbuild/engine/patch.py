@@ -43,7 +43,9 @@ def apply_replace(patch: ReplacePatch, root: Path) -> str:
     # Occurrences of the replacement text mark spots done by an earlier run; a
     # match inside one of them is not new (this is what makes `rccl.h` ->
     # `rccl/rccl.h` safe to run twice, unlike the often-copied sed).
-    done = [(m.start(), m.end()) for m in re.finditer(re.escape(repl), text)] if repl else []
+    # A regex replacement without group references puts in its text with escapes undone (`\\.` becomes `\.`).
+    written = _literal(repl) if patch.regex else repl
+    done = [(m.start(), m.end()) for m in re.finditer(re.escape(written), text)] if written else []
     fresh = [m for m in pattern.finditer(text)
              if not any(s <= m.start() and m.end() <= e for s, e in done)]
     # A regex replacement that wraps what it matched (`GUARD\n\g<def>\n#endif`) is found by its text before
@@ -71,6 +73,14 @@ def apply_replace(patch: ReplacePatch, root: Path) -> str:
     out.append(text[last:])
     path.write_text("".join(out), encoding="utf-8", errors="surrogateescape")
     return f"{patch.file}: replaced {len(fresh)}"
+
+
+def _literal(repl: str) -> str:
+    """What a regex replacement writes, where it refers to no group (else `repl` as it is)."""
+    try:
+        return re.match("", "").expand(repl)  # type: ignore[union-attr]
+    except (re.error, IndexError):
+        return repl
 
 
 def apply_link(patch: LinkPatch, root: Path) -> str:

@@ -80,6 +80,12 @@ class TorchView:
         return info.rocm_home or "" if info is not None else ""
 
     @property
+    def cmake_prefix(self) -> str:
+        """Where torch's CMake package is, as torch.utils.cmake_prefix_path says ("" with no torch)."""
+        info = self._info()
+        return f"{info.path}/share/cmake" if info is not None else ""
+
+    @property
     def flavour(self) -> str:
         """rocm | cuda | cpu | unknown | none."""
         info = self._info()

@@ -1,0 +1,179 @@
+"""The port of a CMake project whose GPU language is CUDA to HIP (trap cmake-cuda-only), as recipe data: replace
+edits of each CMakeLists.txt that enables CUDA, and a step that hipifies the sources in place before the build.
+
+CMake (3.21+) compiles HIP as a language of its own. What the edits do, in each such CMakeLists.txt:
+- before its first project(): the HIP compiler, its ROCm root and the archs asked for (CMake would ask
+  rocm_agent_enumerator, which needs a GPU), and the C++ standard (20 against torch, which refuses less, and
+  a C++ standard of 17 or less the file sets for CXX becomes 20 too);
+- CUDA becomes HIP in project(LANGUAGES), enable_language() and check_language(), and in `if(CMAKE_CUDA_COMPILER)`;
+- find_package(CUDAToolkit) is answered where HIP is enabled instead: HIP's runtime and ROCm's libraries stand
+  behind CUDA's imported targets (CUDA::cudart, CUDA::cublas, ...), which stay the names the project links;
+- at the end: every .cu source of every target below that folder compiles as HIP and links HIP's runtime.
+What CMake hands nvcc alone ($<COMPILE_LANGUAGE:CUDA> flags, CUDA_ARCHITECTURES) no longer applies.
+
+The sources are hipified by torch's own hipify (torch.utils.hipify, as cpp_extension runs it), with the target
+python; every file it rewrites under a new name is copied over its original too, so that the names the CMake
+files list, and the _hip names hipify's rewritten includes use, both hold the HIP source."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocbuild.draft.masks import SourceEdit
+from rocbuild.draft.torch_reading import VENDOR_DIRS
+
+CUDA_LANGUAGE = re.compile(r"\bproject\s*\([^)]*\bCUDA\b|\benable_language\s*\(\s*CUDA\b|\bcheck_language\s*\(\s*CUDA\b",
+                           re.IGNORECASE)
+HIP_LANGUAGE = re.compile(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|USE_ROCM|\bhip::", re.IGNORECASE)
+SKIPPED = {*VENDOR_DIRS, "pybind11", "build", "_deps", "tests", "test", "examples", "benchmarks", "docs"}
+
+# CUDA's imported targets and what stands behind each on ROCm: (ROCm CMake package, its target).
+CUDA_TARGETS = {"cudart": (None, "hip::host"), "cudart_static": (None, "hip::host"), "cuda_driver": (None, "hip::host"),
+                "cublas": ("hipblas", "roc::hipblas"), "cublasLt": ("hipblaslt", "roc::hipblaslt"),
+                "curand": ("hiprand", "hip::hiprand"), "cufft": ("hipfft", "hip::hipfft"),
+                "cusparse": ("hipsparse", "roc::hipsparse"), "cusolver": ("hipsolver", "roc::hipsolver")}
+
+HIPIFY = "; ".join([
+    "import os, shutil, sys",
+    "from torch.utils.hipify import hipify_python as h",
+    "root = os.path.abspath(sys.argv[1])",
+    "done = h.hipify(project_directory=root, output_directory=root, includes=[os.path.join(root, '*')], "
+    "show_detailed=False, show_progress=False, is_pytorch_extension=True)",
+    "moved = [(s, r.hipified_path) for s, r in done.items() if r.hipified_path and "
+    "os.path.abspath(r.hipified_path) != os.path.abspath(s)]",
+    "[shutil.copyfile(new, old) for old, new in moved]",
+    "print('hipified in place:', len(moved), 'files')"])
+
+PRE = "\n".join([
+    "# rocbuild (trap cmake-cuda-only): CUDA built as HIP, with ROCm's compiler, for the archs asked",
+    'set(CMAKE_HIP_COMPILER "${{{{ rocm.hip_compiler }}}}")',
+    'set(CMAKE_HIP_COMPILER_ROCM_ROOT "${{{{ rocm.path }}}}")',
+    "set(CMAKE_HIP_ARCHITECTURES \"${{{{ archs | join(';') }}}}\")",
+    "set(CMAKE_HIP_STANDARD {standard})",
+    "{cxx}"])
+
+# Right where HIP is enabled (after project() or enable_language()), so that every folder below sees HIP's targets
+# (a subfolder's find_package(Torch) names hip::amdhip64) and CUDA's names for them.
+TARGETS = "\n".join([
+    "# rocbuild (trap cmake-cuda-only): HIP's runtime and ROCm's libraries behind CUDA's imported targets",
+    "find_package(hip REQUIRED)",
+    "{packages}",
+    "foreach(_rocbuild_pair {pairs})",
+    '  string(REPLACE "=" ";" _rocbuild_pair "${{_rocbuild_pair}}")',
+    "  list(GET _rocbuild_pair 0 _rocbuild_name)",
+    "  list(GET _rocbuild_pair 1 _rocbuild_target)",
+    "  if(NOT TARGET CUDA::${{_rocbuild_name}})",
+    "    add_library(CUDA::${{_rocbuild_name}} INTERFACE IMPORTED GLOBAL)",
+    "    target_link_libraries(CUDA::${{_rocbuild_name}} INTERFACE ${{_rocbuild_target}})",
+    "  endif()",
+    "endforeach()"])
+
+WALK = "\n".join([
+    "# rocbuild (trap cmake-cuda-only): each .cu source of each target compiles as HIP, linked to HIP's runtime",
+    "find_package(hip REQUIRED)",
+    "function(_rocbuild_cu_as_hip dir)",
+    '  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)',
+    "  foreach(t IN LISTS targets)",
+    "    get_target_property(type ${t} TYPE)",
+    '    if(type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "UTILITY")',
+    "      continue()",
+    "    endif()",
+    "    get_target_property(sources ${t} SOURCES)",
+    "    get_target_property(sdir ${t} SOURCE_DIR)",
+    '    set(cu "")',
+    "    foreach(s IN LISTS sources)",
+    '      if(s MATCHES "\\\\.cu$" AND NOT s MATCHES "^\\\\$<")',
+    '        if(NOT IS_ABSOLUTE "${s}")',
+    '          set(s "${sdir}/${s}")',
+    "        endif()",
+    '        list(APPEND cu "${s}")',
+    "      endif()",
+    "    endforeach()",
+    "    if(cu)",
+    "      set_source_files_properties(${cu} TARGET_DIRECTORY ${t} PROPERTIES LANGUAGE HIP)",
+    "      set_property(TARGET ${t} APPEND PROPERTY LINK_LIBRARIES hip::host)",
+    "    endif()",
+    "  endforeach()",
+    '  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)',
+    "  foreach(d IN LISTS subdirs)",
+    '    _rocbuild_cu_as_hip("${d}")',
+    "  endforeach()",
+    "endfunction()",
+    '_rocbuild_cu_as_hip("${CMAKE_CURRENT_SOURCE_DIR}")',
+    ""])
+
+
+@dataclass(frozen=True)
+class CmakePort:
+    """What the port edits: each CMakeLists.txt that enables CUDA (relative path, its first such line)."""
+
+    files: tuple[tuple[str, int, str], ...]
+    edits: tuple[SourceEdit, ...]
+
+
+def cuda_cmake_files(tree: Path) -> list[tuple[str, str]]:
+    """Each CMakeLists.txt of the tree (outside vendored and build folders) whose GPU language is CUDA only:
+    (its path relative to the tree, its text)."""
+    found = []
+    for path in sorted(tree.rglob("CMakeLists.txt")):
+        rel = path.relative_to(tree)
+        if any(part in SKIPPED or part.startswith(".") for part in rel.parts[:-1]):
+            continue
+        text = path.read_text(errors="replace")
+        code = re.sub(r"#[^\n]*", "", text)
+        if CUDA_LANGUAGE.search(code) and not HIP_LANGUAGE.search(code):
+            found.append((rel.as_posix(), text))
+    return found
+
+
+def port(tree: Path, *, torch: bool) -> CmakePort | None:
+    """The port of each CUDA-only CMakeLists.txt of `tree`; `torch`: the project builds against torch (C++20)."""
+    files, edits = [], []
+    for rel, text in cuda_cmake_files(tree):
+        first = CUDA_LANGUAGE.search(text)
+        assert first is not None
+        number = text.count("\n", 0, first.start()) + 1
+        files.append((rel, number, text.splitlines()[number - 1].strip()))
+        edits += _edits(rel, text, number, torch=torch)
+    return CmakePort(tuple(files), tuple(edits)) if files else None
+
+
+def _edits(rel: str, text: str, number: int, *, torch: bool) -> list[SourceEdit]:
+    line = text.splitlines()[number - 1].strip()
+    cuda_standard = re.search(r"CMAKE_CUDA_STANDARD\s+(\d+)", text)
+    standard = max(20 if torch else 17, int(cuda_standard.group(1)) if cuda_standard else 17)
+    pre = PRE.format(standard=standard, cxx="set(CMAKE_CXX_STANDARD 20)" if torch else "").rstrip() + "\n"
+    named = sorted(set(re.findall(r"\bCUDA::(\w+)", text)) & set(CUDA_TARGETS) | {"cudart", "cudart_static"})
+    packages = sorted({package for n in named for package in [CUDA_TARGETS[n][0]] if package})
+    targets = TARGETS.format(packages="\n".join(f"find_package({p} REQUIRED)" for p in packages),
+                             pairs=" ".join(f"{n}={CUDA_TARGETS[n][1]}" for n in named))
+
+    def edit(find: str, with_: str) -> SourceEdit:
+        return SourceEdit(rel, number, line, find, with_, True)
+
+    def insert(find: str, text: str) -> SourceEdit:  # written as it is: a regex replacement undoes escapes
+        return edit(find, _escaped(text))
+
+    # Each replacement starts with text of its own (or is literal), which is how a tree patched already is known.
+    edits = [insert(r"(?i)^(?=[ \t]*project[ \t]*\()", pre),
+             edit(r"(?i)\bproject(\s*\([^)]*?)\bCUDA\b([^)]*\))", r"project\g<1>HIP\g<2>" + "\n" + _escaped(targets))
+             if re.search(r"\bproject\s*\([^)]*\bCUDA\b", text, re.IGNORECASE) else None,
+             insert(r"(?i)\benable_language\s*\(\s*CUDA\s*\)", "enable_language(HIP)\n" + targets)
+             if re.search(r"\benable_language\s*\(\s*CUDA\s*\)", text, re.IGNORECASE) else None,
+             edit(r"(?i)\bcheck_language\s*\(\s*CUDA\s*\)", "check_language(HIP)")
+             if re.search(r"\bcheck_language\s*\(\s*CUDA\s*\)", text, re.IGNORECASE) else None,
+             edit(r"\bCMAKE_CUDA_COMPILER(?=\s*\))", "CMAKE_HIP_COMPILER")
+             if re.search(r"\bif\s*\([^)]*\bCMAKE_CUDA_COMPILER\s*\)", text) else None,
+             edit(r"(?i)\bfind_package\s*\(\s*CUDAToolkit\b[^)]*\)", "set(CUDAToolkit_FOUND TRUE)  # rocbuild: HIP's "
+                  "stands in (where HIP is enabled)") if re.search(r"\bfind_package\s*\(\s*CUDAToolkit\b", text, re.I) else None,
+             edit(r"CXX_STANDARD(\s+\"?)1[147]\b", r"CXX_STANDARD\g<1>20")
+             if torch and re.search(r"CXX_STANDARD\s+\"?1[147]\b", text) else None,
+             insert(r"\Z", "\n" + WALK)]
+    return [e for e in edits if e is not None]
+
+
+def _escaped(text: str) -> str:
+    """`text` as a regex replacement that writes it as it is."""
+    return text.replace("\\", "\\\\")
