@@ -441,3 +441,38 @@ def test_an_extension_that_fails_beside_others_fails_the_build_and_names_its_err
     log = (tmp_path / "work" / "logs" / "01-wheel.log").read_text()
     assert "building extension(s) many_1 failed" in log, log[-3000:]
     assert not list((tmp_path / "wh").glob("*.whl"))
+
+
+# -- a CMake project written for CUDA alone, drafted as HIP (trap cmake-cuda-only) -------------------------------
+CUDA_CMAKE = Path(__file__).resolve().parents[1] / "data" / "projects" / "cuda-cmake"
+
+
+def test_a_cmake_project_written_for_cuda_alone_is_drafted_as_hip_and_built_for_the_arch_asked(  # noqa: F811
+        root, kit, tmp_path, private_cache):
+    """project(LANGUAGES CXX CUDA), find_package(CUDAToolkit), CUDA::cudart, a kernel in a subfolder whose header
+    sits in a folder named cuda/: as drafted, the sources are hipified in place (the kit's torch.utils.hipify) and
+    CMake builds them as HIP, for gfx1100 alone (not the 80;86 the project names)."""
+    import shutil
+
+    from rocbuild.draft.tree import draft_recipe, read_tree
+
+    src = tmp_path / "cudacmk"
+    shutil.copytree(CUDA_CMAKE, src)
+    text = draft_recipe("cudacmk", "cudacmk==0.1.0", "0" * 64, read_tree(src), [ARCH])
+    assert "# trap cmake-cuda-only (CMakeLists.txt:4): project(cudacmk VERSION 0.1 LANGUAGES CXX CUDA)" in text
+    text = re.sub(r"(?ms)^source:\n.*?(?=^\S)", f"source:\n  path: {src}\n\n", text)
+    (tmp_path / "cudacmk.yaml").write_text(text)
+    built = rocbuild(tmp_path / "cudacmk.yaml", "--root", root, "--python", kit, "--arch", ARCH, "--out", tmp_path / "wh",
+                     "--work", tmp_path / "work", env=private_cache)
+    assert built.returncode == 0, built.stderr[-4000:]
+    assert "hipified in place: 3 files" in (tmp_path / "work" / "logs" / "01-hipify.log").read_text()
+    (wheel,) = (tmp_path / "wh").glob("cudacmk-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.startswith("cudacmk/_cudacmk")]
+        zf.extract(name, tmp_path / "x")
+    listed = rocbuild("root", "run", root, "--", "sh", "-c", LLVM_LIST, "sh", tmp_path / "x" / name, tmp_path / "fat.bin",
+                      cwd=tmp_path)
+    targets = [t for t in listed.stdout.split() if t.startswith("hipv4-")]
+    assert targets == [f"hipv4-amdgcn-amd-amdhsa--{ARCH}"], listed.stdout + listed.stderr
+    needed = subprocess.run(["readelf", "-d", tmp_path / "x" / name], capture_output=True, text=True, check=True).stdout
+    assert "[libamdhip64.so." in needed and "cudart" not in needed, needed

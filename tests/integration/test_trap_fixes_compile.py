@@ -88,3 +88,31 @@ def test_half2_max_and_min_written_for_hip_compile_in_rocm_7_2(root: str, tmp_pa
     done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+
+
+LANE_MASKS = """\
+#include <hip/hip_runtime.h>
+__global__ void k(int* x) {
+  unsigned const mask = __activemask();
+  unsigned lower = mask & ((1U << (threadIdx.x % 32)) - 1U);
+  x[threadIdx.x] = __shfl_sync(mask, x[threadIdx.x], 0) + __popc(lower);
+  x[0] += static_cast<int>(__ballot_sync(mask, x[1] > 0)) + __shfl_xor_sync(mask, 1.0f, 1) + __any_sync(mask, 1);
+  __syncwarp(mask);
+}
+"""
+
+
+@pytest.mark.root
+@pytest.mark.network
+def test_lane_masks_in_32_bit_variables_compile_for_wave32_and_stop_for_wave64(root: str, tmp_path: Path) -> None:  # noqa: F811
+    # gpuastar-cu 0.1.0: `unsigned const mask = __activemask()` handed to __shfl_sync; ROCm 7.2 static_asserts 64 bits
+    (tmp_path / "as-is.hip").write_text(LANE_MASKS)
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "as-is.hip", cwd=tmp_path)
+    assert done.returncode != 0 and "The mask must be a 64-bit integer" in done.stderr
+    fixed(tmp_path, LANE_MASKS, "lane-mask-variable-32bit")
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+    # a wave64 GPU: the code would address half a wavefront, and says so
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx90a", "-c", "k.hip", "-o", "k64.o", cwd=tmp_path)
+    assert done.returncode != 0 and "build it for wave32 GPUs (RDNA) only" in done.stderr, done.stderr[-3000:]

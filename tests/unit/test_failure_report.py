@@ -69,6 +69,10 @@ FAMILIES = {
     "cuda-version-read.log": ("python", "AttributeError: 'NoneType' object has no attribute 'replace'", "rocm-selector-unset"),
     "cg-reduce-missing.log": ("compiler", "'cooperative_groups/reduce.h' file not found", "cg-reduce-missing"),
     "hip-form-differs.log": ("compiler", "use of undeclared identifier '__floats2bfloat162_rn'", "hip-form-differs"),
+    "half2-minmax.log": ("compiler", "use of undeclared identifier '__hmax2'", "hip-form-differs"),
+    "limited-api-pybind11.log": ("compiler", "unknown type name 'Py_buffer'", "limited-api-with-pybind11"),
+    "cmake-cuda-compiler-check.log": ("cmake", "CMakeDetermineCompilerId.cmake:934", "cmake-cuda-only"),
+    "cmake-cuda-tool.log": ("cmake", "CMake Error at CMakeLists.txt:134 (find_program)", "cuda-feature-missing"),
     "vendored-library-hipified.log": ("compiler", 'error: "GLM requires CUDA 7.0 or higher"', "vendored-library-hipified"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",

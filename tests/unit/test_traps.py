@@ -1124,3 +1124,21 @@ def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
     _apply_draft_patches(t, text)  # a tree patched already is left as it is
     assert (t / "CMakeLists.txt").read_text() == out
     assert "cmake-cuda-only" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_file(tmp_path):
+    # gpuastar-cu 0.1.0: `unsigned const mask = __activemask();` then `__shfl_sync(mask, base, leader)`
+    from rocbuild.draft.masks import WARP32
+
+    kernel = ("__device__ int f(int base) {\n  unsigned const mask = __activemask();\n"
+              "  return __shfl_sync(mask, base, 0);\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
+    hit = _only_hit(t, "lane-mask-variable-32bit")
+    assert hit.evidence.where == "k.cu:3"
+    _drafted(t)
+    assert (t / "k.cu").read_text() == WARP32 + kernel
+    assert "lane-mask-variable-32bit" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    # a 64-bit variable, or a literal mask (warp-mask-32bit's), is not this
+    wide = kernel.replace("unsigned const mask", "unsigned long long const mask")
+    t = tree(tmp_path / "b", {"setup.py": "", "k.cu": wide})
+    assert "lane-mask-variable-32bit" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]

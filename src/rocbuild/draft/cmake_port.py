@@ -12,8 +12,9 @@ CMake (3.21+) compiles HIP as a language of its own. What the edits do, in each 
 What CMake hands nvcc alone ($<COMPILE_LANGUAGE:CUDA> flags, CUDA_ARCHITECTURES) no longer applies.
 
 The sources are hipified by torch's own hipify (torch.utils.hipify, as cpp_extension runs it), with the target
-python; every file it rewrites under a new name is copied over its original too, so that the names the CMake
-files list, and the _hip names hipify's rewritten includes use, both hold the HIP source."""
+python (which must hold torch); every file it rewrites under a new name is copied over its original, so that the
+names the CMake files list hold the HIP source, and a header's new name (the one hipify's rewritten includes use)
+includes the original."""
 
 from __future__ import annotations
 
@@ -35,15 +36,28 @@ CUDA_TARGETS = {"cudart": (None, "hip::host"), "cudart_static": (None, "hip::hos
                 "curand": ("hiprand", "hip::hiprand"), "cufft": ("hipfft", "hip::hipfft"),
                 "cusparse": ("hipsparse", "roc::hipsparse"), "cusolver": ("hipsolver", "roc::hipsolver")}
 
-HIPIFY = "; ".join([
+# Each file hipify rewrites under a new name: its HIP text goes over the original (the name the CMake files list);
+# a header's new name then includes the original (one file: `#pragma once` holds whichever name a source used),
+# and a source's new copy is removed (a folder's glob would compile it twice).
+HIPIFY = "\n".join([
     "import os, shutil, sys",
     "from torch.utils.hipify import hipify_python as h",
     "root = os.path.abspath(sys.argv[1])",
-    "done = h.hipify(project_directory=root, output_directory=root, includes=[os.path.join(root, '*')], "
-    "show_detailed=False, show_progress=False, is_pytorch_extension=True)",
-    "moved = [(s, r.hipified_path) for s, r in done.items() if r.hipified_path and "
-    "os.path.abspath(r.hipified_path) != os.path.abspath(s)]",
-    "[shutil.copyfile(new, old) for old, new in moved]",
+    "marker = os.path.join(root, '.rocbuild-hipified')  # hipify would rewrite its own forwarding headers",
+    "if os.path.exists(marker):",
+    "    sys.exit(print('hipified already'))",
+    "done = h.hipify(project_directory=root, output_directory=root, includes=[os.path.join(root, '*')],",
+    "                show_detailed=False, show_progress=False, is_pytorch_extension=True)",
+    "moved = [(s, r.hipified_path) for s, r in done.items()",
+    "         if r.hipified_path and os.path.abspath(r.hipified_path) != os.path.abspath(s)]",
+    "for old, new in moved:",
+    "    shutil.copyfile(new, old)",
+    "    if new.endswith(('.hip', '.cu', '.cpp', '.cc', '.cxx', '.c')):",
+    "        os.remove(new)",
+    "    else:",
+    "        with open(new, 'w') as out:",
+    "            out.write('#include \"%s\"\\n' % os.path.relpath(old, os.path.dirname(new)))",
+    "open(marker, 'w').close()",
     "print('hipified in place:', len(moved), 'files')"])
 
 PRE = "\n".join([
@@ -71,7 +85,7 @@ TARGETS = "\n".join([
     "endforeach()"])
 
 WALK = "\n".join([
-    "# rocbuild (trap cmake-cuda-only): each .cu source of each target compiles as HIP, linked to HIP's runtime",
+    "# rocbuild (trap cmake-cuda-only): each .cu source of each target compiles as HIP, with HIP's runtime",
     "find_package(hip REQUIRED)",
     "function(_rocbuild_cu_as_hip dir)",
     '  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)',
@@ -94,6 +108,9 @@ WALK = "\n".join([
     "    if(cu)",
     "      set_source_files_properties(${cu} TARGET_DIRECTORY ${t} PROPERTIES LANGUAGE HIP)",
     "      set_property(TARGET ${t} APPEND PROPERTY LINK_LIBRARIES hip::host)",
+    "      # nvcc includes cuda_runtime.h in every .cu file by itself; clang's HIP mode does not",
+    "      set_property(TARGET ${t} APPEND PROPERTY COMPILE_OPTIONS",
+    '        "$<$<COMPILE_LANGUAGE:HIP>:SHELL:-include hip/hip_runtime.h>")',
     "    endif()",
     "  endforeach()",
     '  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)',
@@ -117,15 +134,27 @@ def cuda_cmake_files(tree: Path) -> list[tuple[str, str]]:
     """Each CMakeLists.txt of the tree (outside vendored and build folders) whose GPU language is CUDA only:
     (its path relative to the tree, its text)."""
     found = []
-    for path in sorted(tree.rglob("CMakeLists.txt")):
+    for path in _cmake_files(tree):
         rel = path.relative_to(tree)
-        if any(part in SKIPPED or part.startswith(".") for part in rel.parts[:-1]):
-            continue
         text = path.read_text(errors="replace")
         code = re.sub(r"#[^\n]*", "", text)
         if CUDA_LANGUAGE.search(code) and not HIP_LANGUAGE.search(code):
             found.append((rel.as_posix(), text))
     return found
+
+
+def builds_against_torch(tree: Path) -> bool:
+    """Whether a CMakeLists.txt of the tree finds torch's CMake package, or its setup.py or pyproject.toml names
+    torch (cuda-moea's setup.py passes torch's prefix to a subfolder's find_package(Torch))."""
+    texts = [p.read_text(errors="replace") for p in _cmake_files(tree)]
+    texts += [p.read_text(errors="replace") for p in (tree / "setup.py", tree / "pyproject.toml") if p.is_file()]
+    return any(re.search(r"find_package\s*\(\s*Torch\b|\btorch\b", text) for text in texts)
+
+
+def _cmake_files(tree: Path) -> list[Path]:
+    """The tree's CMakeLists.txt files outside its vendored, build and test folders."""
+    return [p for p in sorted(tree.rglob("CMakeLists.txt"))
+            if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
 
 
 def port(tree: Path, *, torch: bool) -> CmakePort | None:

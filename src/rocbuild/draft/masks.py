@@ -69,6 +69,55 @@ def find_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# Warp code written for 32 lanes that keeps its lane masks in 32-bit variables (gpuastar-cu's `unsigned const
+# mask = __activemask()`, torch-ans's group_mask, ramnet-ops'): HIP's builtins static_assert a 64-bit mask. On a
+# wave32 GPU 32 bits name every lane, so overloads that take an unsigned mask and pass it on widened (more
+# specialized than HIP's templates, so chosen for it) keep the code's meaning; on a wave64 GPU the code would
+# address half a wavefront, and its device compile stops with an #error instead.
+MASK_VARIABLE = re.compile(r"\b(?:unsigned(?:\s+int)?|uint32_t)\s+(?:const\s+)?(?P<name>[A-Za-z_]\w*)\s*(?:=|;)")
+SYNC_CALL = re.compile(r"\b(?:__(?:shfl(?:_up|_down|_xor)?|ballot|all|any|match_any)_sync|__syncwarp)"
+                       r"\s*\(\s*(?P<arg>[A-Za-z_]\w*)\s*[,)]")
+_SHFL = ("template <class T> __device__ inline T {name}(unsigned mask, T var, {third}, int width = warpSize) "
+         "{{ return {name}(static_cast<unsigned long long>(mask), var, {arg}, width); }}")
+WARP32 = "\n".join([
+    "#if !defined(ROCBUILD_WARP32_MASKS)  // rocbuild: lane masks in 32-bit variables, for 32 lanes",
+    "#define ROCBUILD_WARP32_MASKS",
+    "#if defined(__HIPCC__)",
+    "#include <hip/hip_runtime.h>",
+    # GCN and CDNA (gfx6 to gfx9) run 64 lanes; ROCm 7's clang no longer says the wave size itself
+    "#if defined(__HIP_DEVICE_COMPILE__) && (defined(__GFX9__) || defined(__GFX8__) || defined(__GFX7__) || "
+    "defined(__GFX6__))",
+    "#error \"this warp code keeps lane masks in 32-bit variables, for 32 lanes: build it for wave32 GPUs (RDNA) only\"",
+    "#endif",
+    _SHFL.format(name="__shfl_sync", third="int src", arg="src"),
+    _SHFL.format(name="__shfl_xor_sync", third="int lane_mask", arg="lane_mask"),
+    _SHFL.format(name="__shfl_up_sync", third="unsigned int delta", arg="delta"),
+    _SHFL.format(name="__shfl_down_sync", third="unsigned int delta", arg="delta"),
+    *(f"__device__ inline {ret} {name}(unsigned mask, int predicate) "
+      f"{{ return {name}(static_cast<unsigned long long>(mask), predicate); }}"
+      for ret, name in (("unsigned long long", "__ballot_sync"), ("int", "__all_sync"), ("int", "__any_sync"))),
+    "template <class T> __device__ inline unsigned long long __match_any_sync(unsigned mask, T value) "
+    "{ return __match_any_sync(static_cast<unsigned long long>(mask), value); }",
+    "__device__ inline void __syncwarp(unsigned mask) { __syncwarp(static_cast<unsigned long long>(mask)); }",
+    "#endif",
+    "#endif",
+    ""])
+
+
+def variable_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that hands a warp sync builtin a lane mask kept in a 32-bit variable, as rocbuild's overloads for
+    such masks written first in it."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        if "ROCBUILD_WARP32_MASKS" in text:
+            continue
+        narrow = {m.group("name") for m in MASK_VARIABLE.finditer(text)}
+        call = next((m for m in SYNC_CALL.finditer(text) if m.group("arg") in narrow), None)
+        if call is not None:
+            found.append(SourceEdit(rel, _line(text, call.start()), _text(text, call.start()), r"\A", WARP32, True))
+    return found
+
+
 def cuda_includes(texts: Mapping[str, str], headers: dict[str, str]) -> list[SourceEdit]:
     """Each include of one of CUDA's own `headers` that hipify leaves as it is, as the include of HIP's header
     that declares the same (headers: CUDA's -> HIP's)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.cmake_port import HIPIFY, cuda_cmake_files, port
+from rocbuild.draft.cmake_port import HIPIFY, builds_against_torch, port
 from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
@@ -45,6 +45,7 @@ from rocbuild.draft.masks import (
     read_sources,
     renamed_torch_api,
     rounding_intrinsics,
+    variable_masks,
     vector_helpers,
     vendored_hip_headers,
 )
@@ -449,7 +450,9 @@ PASSED_ON = frozenset({"-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-o
 # CUDA's own headers that hipify leaves as they are, and what HIP has in their place.
 CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch_parameters.h": "hip/hip_runtime.h",
                 "device_functions.h": "hip/hip_runtime.h", "sm_60_atomic_functions.h": "hip/hip_runtime.h",
-                "cuda_profiler_api.h": "hip/hip_runtime_api.h"}
+                "cuda_profiler_api.h": "hip/hip_runtime_api.h",
+                # cuSOLVER's dense API: torch's hipify maps its names (cusolverDnHandle_t) but not its header
+                "cusolverDn.h": "hipsolver/hipsolver.h"}
 
 
 # CUDA headers of features HIP does not have (hipify maps the others): a failure to find one is not a
@@ -493,6 +496,12 @@ def cg_reduce(files: BuildFiles) -> Evidence | None:
     """An include of CUDA's <cooperative_groups/reduce.h> (cg::reduce over a tile), in any C++/CUDA/HIP source of
     the tree."""
     return _in_sources(cg_reduce_includes(files.sources))
+
+
+def lane_mask_variables(files: BuildFiles) -> Evidence | None:
+    """A lane mask kept in a 32-bit variable (`unsigned mask = __activemask()`) handed to a warp sync builtin, in
+    any C++/CUDA/HIP source of the tree."""
+    return _in_sources(variable_masks(files.sources))
 
 
 def other_forms(files: BuildFiles) -> Evidence | None:
@@ -734,7 +743,7 @@ HIP_LANGUAGE = r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b"
 def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
     """A CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA)), anywhere in the
     tree outside its vendored libraries; with the edits that build it as HIP."""
-    torch = files.torch is not None or any("torch" in text.lower() for _, text in cuda_cmake_files(files.tree))
+    torch = files.torch is not None or builds_against_torch(files.tree)
     found = port(files.tree, torch=torch)
     if found is None:
         return None
@@ -849,7 +858,13 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
         return None
     edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=e.regex) for e in files.also)
     names = sorted({e.file for e in files.also})
-    env = (SetEnv("CMAKE_PREFIX_PATH", "${{ torch.cmake_prefix }}"),) if files.value == "torch" else ()
+    # torch's CMake package (LoadHIP.cmake) takes ROCm's place and the archs from the environment, and refuses
+    # without them
+    # and its HIP compiler from HIP_CLANG_PATH (else from ROCm's own layout); ROCM_PATH is not set: at /usr, clang
+    # would no longer find a distribution's device libraries
+    env = (SetEnv("CMAKE_PREFIX_PATH", "${{ torch.cmake_prefix }}"),
+           SetEnv("PYTORCH_ROCM_ARCH", "${{ archs | join(';') }}"),
+           SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}")) if files.value == "torch" else ()
     return Edits(edits, f"build CUDA as HIP in {', '.join(names)}, the sources hipified in place first", env=env,
                  first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
 
@@ -1084,8 +1099,17 @@ TRAPS: tuple[Trap, ...] = (
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
-         "a mask computed into a 32-bit variable needs a hand edit", _source_edits(f"widen 32-bit full lane masks to {FULL}"),
+         "a mask computed into a 32-bit variable is lane-mask-variable-32bit's",
+         _source_edits(f"widen 32-bit full lane masks to {FULL}"),
          log=(r"The mask must be a 64-bit int",), files=warp_masks, fixes="replace edits"),
+    Trap("lane-mask-variable-32bit", "a lane mask kept in a 32-bit variable, by warp code written for 32 lanes",
+         "HIP's warp sync builtins static_assert a 64-bit mask, and the code keeps its masks in unsigned variables "
+         "(__activemask(), a ballot, 1U << lane). On a wave32 GPU (RDNA: gfx10, gfx11, gfx12) 32 bits name every "
+         "lane: overloads that take an unsigned mask and pass it on widened are written first in each such file. "
+         "On a wave64 GPU (CDNA, GCN) the code would address half a wavefront: its compile stops with an #error, "
+         "and a port by hand is needed there",
+         _source_edits("write warp sync overloads for 32-bit lane masks, for wave32 GPUs"),
+         log=(r"The mask must be a 64-bit int",), files=lane_mask_variables, fixes="replace edits"),
     Trap("kernel-as-pointer", "a kernel handed to a HIP runtime call that takes a pointer",
          "CUDA's cudaFuncGetAttributes and cudaFuncSetAttribute have overloads that take a kernel itself; HIP's take "
          "`const void*` only, so clang finds no matching function: the kernel is cast (valid for CUDA too)",

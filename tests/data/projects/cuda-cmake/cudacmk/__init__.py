@@ -1,0 +1,1 @@
+from cudacmk._cudacmk import add_one, devices  # noqa: F401
