@@ -69,6 +69,19 @@ def test_directed_rounding_as_the_device_librarys_calls_links_in_rocm_7_2(root: 
     assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
 
 
+def fails_then_compiles(root: str, tmp_path: Path, source: str, trap: str) -> str:
+    """What ROCm 7.2's hipcc says of `source` as it is (it must fail); then, with `trap`'s fix, k.o holds gfx1100's
+    code."""
+    (tmp_path / "as-is.hip").write_text(source)
+    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "as-is.hip", cwd=tmp_path)
+    assert done.returncode != 0
+    fixed(tmp_path, source, trap)
+    built = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+    return done.stderr
+
+
 HALF2 = """\
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -81,13 +94,8 @@ __global__ void k(__half2* x) { x[threadIdx.x] = __hmin2(H2RELU(x[threadIdx.x]),
 @pytest.mark.network
 def test_half2_max_and_min_written_for_hip_compile_in_rocm_7_2(root: str, tmp_path: Path) -> None:  # noqa: F811
     # cugpt 0.1.0's ReLU: ROCm 7.2's fp16 header has __hmax, and no __hmax2
-    (tmp_path / "as-is.hip").write_text(HALF2)
-    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "as-is.hip", cwd=tmp_path)
-    assert done.returncode != 0 and "undeclared identifier '__hmax2'" in done.stderr
-    assert fixed(tmp_path, HALF2, "hip-form-differs").count("rocbuild_hm") == 6  # 2 calls, 2 functions, 2 #defines
-    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+    assert "undeclared identifier '__hmax2'" in fails_then_compiles(root, tmp_path, HALF2, "hip-form-differs")
+    assert (tmp_path / "k.hip").read_text().count("rocbuild_hm") == 6  # 2 calls, 2 functions, 2 #defines
 
 
 LANE_MASKS = """\
@@ -106,13 +114,7 @@ __global__ void k(int* x) {
 @pytest.mark.network
 def test_lane_masks_in_32_bit_variables_compile_for_wave32_and_stop_for_wave64(root: str, tmp_path: Path) -> None:  # noqa: F811
     # gpuastar-cu 0.1.0: `unsigned const mask = __activemask()` handed to __shfl_sync; ROCm 7.2 static_asserts 64 bits
-    (tmp_path / "as-is.hip").write_text(LANE_MASKS)
-    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "as-is.hip", cwd=tmp_path)
-    assert done.returncode != 0 and "The mask must be a 64-bit integer" in done.stderr
-    fixed(tmp_path, LANE_MASKS, "lane-mask-variable-32bit")
-    done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx1100", "-c", "k.hip", "-o", "k.o", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert b"hipv4-amdgcn-amd-amdhsa--gfx1100" in (tmp_path / "k.o").read_bytes()
+    assert "The mask must be a 64-bit integer" in fails_then_compiles(root, tmp_path, LANE_MASKS, "lane-mask-variable-32bit")
     # a wave64 GPU: the code would address half a wavefront, and says so
     done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx90a", "-c", "k.hip", "-o", "k64.o", cwd=tmp_path)
     assert done.returncode != 0 and "build it for wave32 GPUs (RDNA) only" in done.stderr, done.stderr[-3000:]

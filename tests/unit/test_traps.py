@@ -480,6 +480,11 @@ def _only_hit(t: Path, trap: str) -> Hit:
     return hit
 
 
+def _seen(t: Path) -> list[str]:
+    """The traps the drafter's detectors find in the tree's build files."""
+    return [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
 def _drafted(t: Path) -> None:
     """The tree as a draft for gfx1100 leaves it: the draft's replace edits applied."""
     _apply_draft_patches(t, draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
@@ -994,7 +999,7 @@ def test_a_gpu_probe_whose_block_only_asks_the_device_for_an_arch_stays(tmp_path
              "        os.environ['TORCH_CUDA_ARCH_LIST'] = f'{major}.{minor}'\n"
              "ext = [CUDAExtension('g._cuda', ['k.cu'])]\n")
     t = tree(tmp_path / "a", {"setup.py": picks, "k.cu": "__global__ void k() {}\n"})
-    assert "gpu-probe-at-build" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "gpu-probe-at-build" not in _seen(t)
     # a block that builds the extension is the GPU branch, and is still taken
     gates = picks.replace("ext = [", "    ext = [").replace("def arch():\n", "")
     gates = gates.replace("        ", "    ").replace("    if torch", "if torch")
@@ -1017,7 +1022,7 @@ def test_extensions_built_only_for_build_ext_on_the_command_line_are_built_in_th
     assert "needs_ext_modules = True\n" in (t / "setup.py").read_text()
     # a wheel pip builds is what `bdist_wheel in sys.argv` asks for: left as it is
     t = tree(tmp_path / "b", {"setup.py": setup.replace("'build_ext'", "'bdist_wheel'"), "k.cu": ""})
-    assert "extension-behind-argv" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "extension-behind-argv" not in _seen(t)
 
 
 def test_a_cpu_only_build_names_a_setup_py_in_a_folder_the_build_never_runs(tmp_path):
@@ -1061,7 +1066,7 @@ def test_half2_max_and_min_call_a_function_written_first_in_the_file(tmp_path):
     assert out == HALF2_MINMAX + kernel.replace("__hmax2(", "rocbuild_hmax2(").replace("__hmin2 (", "rocbuild_hmin2(")
     _apply_draft_patches(t, draft)  # applied again (a resumed tree), the same
     assert (t / "k.cu").read_text() == out
-    assert "hip-form-differs" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "hip-form-differs" not in _seen(t)
 
 
 def test_the_limited_api_is_dropped_for_an_extension_that_includes_pybind11(tmp_path):
@@ -1081,7 +1086,7 @@ def test_the_limited_api_is_dropped_for_an_extension_that_includes_pybind11(tmp_
     assert "{'py_limited_api': False}" in out
     # an extension written against torch/library.h alone may keep the limited API
     t = tree(tmp_path / "b", {"setup.py": setup, "k.cu": '#include <torch/library.h>\n__global__ void k() {}\n'})
-    assert "limited-api-with-pybind11" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "limited-api-with-pybind11" not in _seen(t)
 
 
 PORT_CMAKE = """\
@@ -1123,7 +1128,7 @@ def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
     assert (t / "third_party/lib/CMakeLists.txt").read_text() == "enable_language(CUDA)\n"
     _apply_draft_patches(t, text)  # a tree patched already is left as it is
     assert (t / "CMakeLists.txt").read_text() == out
-    assert "cmake-cuda-only" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "cmake-cuda-only" not in _seen(t)
 
 
 def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_file(tmp_path):
@@ -1137,8 +1142,8 @@ def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_
     assert hit.evidence.where == "k.cu:3"
     _drafted(t)
     assert (t / "k.cu").read_text() == WARP32 + kernel
-    assert "lane-mask-variable-32bit" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "lane-mask-variable-32bit" not in _seen(t)
     # a 64-bit variable, or a literal mask (warp-mask-32bit's), is not this
     wide = kernel.replace("unsigned const mask", "unsigned long long const mask")
     t = tree(tmp_path / "b", {"setup.py": "", "k.cu": wide})
-    assert "lane-mask-variable-32bit" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+    assert "lane-mask-variable-32bit" not in _seen(t)
