@@ -1147,3 +1147,22 @@ def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_
     wide = kernel.replace("unsigned const mask", "unsigned long long const mask")
     t = tree(tmp_path / "b", {"setup.py": "", "k.cu": wide})
     assert "lane-mask-variable-32bit" not in _seen(t)
+
+
+def test_a_triton_package_expects_no_device_code_and_requires_rocms_triton(tmp_path):
+    # flash-sparse-attn 2.0.6: its kernels are @triton.jit (its csrc/ is 1.x's, never built), `triton>=3.6.0` in
+    # pyproject.toml's dependencies; the draft expected device code, and PyPI's triton has no AMD backend
+    pyproject = ('[project]\nname = "f"\ndependencies = [\n  "triton>=3.6.0",\n]\n'
+                 '[build-system]\nbuild-backend = "setuptools.build_meta"\n')
+    t = tree(tmp_path / "src", {"pyproject.toml": pyproject, "setup.py": "from setuptools import setup\nsetup()\n",
+                                "f/ops.py": "import triton\n\n@triton.jit\ndef k(x):\n    pass\n",
+                                "csrc/old.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "triton-kernels").evidence.where == "f/ops.py:3"
+    assert _only_hit(t, "cuda-triton-required").evidence.where == "pyproject.toml:4"
+    recipe = load_recipe_text(draft_recipe("f", "f==1.0", "0" * 64, read_tree(t), ["gfx1100"]), tmp_path / "f.yaml")
+    assert [v.required for v in recipe.verify if v.KIND == "code-objects"] == [False]  # type: ignore[attr-defined]
+    _drafted(t)
+    assert '  "pytorch-triton-rocm",\n' in (t / "pyproject.toml").read_text()
+    # an extension built at install is not a Triton package, whatever it imports
+    (t / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\nx = CUDAExtension('a', ['b.cu'])\n")
+    assert "triton-kernels" not in _seen(t)

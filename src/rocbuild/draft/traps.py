@@ -737,6 +737,47 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
     return Evidence(torch.jit, f"cpp_extension.load at {torch.jit}", ",".join(torch.jit_sources))
 
 
+TRITON_JIT = re.compile(r"^[ \t]*@triton\.(?:jit|autotune)\b", re.MULTILINE)
+MAX_TRITON_FILES = 2000  # package files searched for Triton kernels
+
+
+def triton_kernels(files: BuildFiles) -> Evidence | None:
+    """Triton kernels (`@triton.jit`), with nothing compiled at install: no extension in setup.py and no CMake
+    project (flash-sparse-attn 2.x, whose csrc/ is left from 1.x and never built)."""
+    setup = "\n".join(files.setup)
+    if files.cmake or re.search(r"Extension\s*\(|cpp_extension|ext_modules\s*=\s*\[\s*\w", setup):
+        return None
+    for number, path in enumerate(sorted(files.tree.rglob("*.py"))):
+        if number >= MAX_TRITON_FILES:
+            break
+        rel = path.relative_to(files.tree)
+        if rel.parts[0] in ("tests", "test", "examples", "benchmarks", "docs", "build"):
+            continue
+        text = path.read_text(errors="replace")
+        found = TRITON_JIT.search(text)
+        if found:
+            where = f"{rel.as_posix()}:{text.count(chr(10), 0, found.start()) + 1}"
+            return Evidence(where, found.group(0).strip())
+    return None
+
+
+# PyPI's `triton` has NVIDIA's backend alone; ROCm's is pytorch-triton-rocm (the `triton` module a ROCm torch pins).
+CUDA_TRITON = re.compile(r"""(["'])triton(?:\s*(?:[<>=!~]=?|===)\s*[\w.*]+(?:\s*,\s*[<>=!~]=?\s*[\w.*]+)*)?\1""")
+
+
+def cuda_triton(files: BuildFiles) -> Evidence | None:
+    """pyproject.toml's dependencies, or setup.py's install_requires, name PyPI's `triton`."""
+    for name in ("pyproject.toml", "setup.py"):
+        path = files.tree / name
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            found = CUDA_TRITON.search(line)
+            if found and not line.lstrip().startswith("#"):
+                return Evidence(f"{name}:{number}", line.strip(), found.group(0), name)
+    return None
+
+
 HIP_LANGUAGE = r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b"
 
 
@@ -987,6 +1028,14 @@ def _memory(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     per_job = failure.value if failure and failure.value else "2GiB"
     number = float(re.sub(r"[^\d.]", "", per_job) or 2)
     return MemoryPerJob(f"{max(4, int(number * 2))}GiB")
+
+
+def _rocm_triton(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    quote_mark = files.value[0]
+    return ReplaceText(files.file, files.value, f"{quote_mark}pytorch-triton-rocm{quote_mark}",
+                       says=f"require ROCm's Triton (pytorch-triton-rocm) for PyPI's triton in {files.file}")
 
 
 def _jit(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1310,6 +1359,14 @@ TRAPS: tuple[Trap, ...] = (
     Trap("kernels-at-run-time", "kernels compiled at run time",
          "cpp_extension.load() compiles on the user's machine: the wheel holds no device code, only the sources",
          _jit, files=jit_kernels, fixes="an expectation"),
+    Trap("triton-kernels", "Triton kernels, compiled on the user's machine",
+         "a package whose kernels are Triton's (@triton.jit) compiles nothing at install: its wheel is the same for "
+         "every GPU and holds no device code, and Triton compiles the kernels where they run (with ROCm's Triton)",
+         lambda files, _f: Expect("jit") if files else None, files=triton_kernels, fixes="an expectation"),
+    Trap("cuda-triton-required", "PyPI's triton named as a dependency",
+         "PyPI's `triton` has NVIDIA's backend alone; on ROCm the `triton` module is pytorch-triton-rocm's (the one a "
+         "ROCm torch pins), and the wheel's requirement names it instead, so that pip never brings the other",
+         _rocm_triton, files=cuda_triton, fixes="a replace edit"),
     Trap("hip-runtime-binding", "a library that binds HIP's runtime without kernels of its own",
          "it links libamdhip64 but compiles no HIP source: no device code is expected",
          lambda files, _f: Expect("runtime") if files else None, files=runtime_binding, fixes="an expectation"),
