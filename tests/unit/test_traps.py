@@ -931,15 +931,17 @@ def test_calls_hip_declares_in_another_form_take_the_form_both_declare(tmp_path)
     # cudaMalloc3DArray(&a, &desc, extent), whose flags HIP's takes without a default
     kernel = ("__device__ __nv_bfloat162 c(const float2 &v) { return __floats2bfloat162_rn(v.x, v.y); }\n"
               "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent);\n"
-              "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")
+              "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n"
+              "using floatX = nv_bfloat16; using pairX = nv_bfloat162;\n")  # mhc-cuda's typedefs
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
     hit = _only_hit(t, "hip-form-differs")
-    assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
+    assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 3  # type: ignore[union-attr]
     _drafted(t)
     assert (t / "k.cu").read_text() == (
         "__device__ __nv_bfloat162 c(const float2 &v) { return __float22bfloat162_rn(make_float2(v.x, v.y)); }\n"
         "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent, 0);\n"
-        "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n")
+        "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n"
+        "using floatX = __hip_bfloat16; using pairX = __hip_bfloat162;\n")
 
 
 def test_pkg_resources_is_required_by_its_name_and_brought_by_a_setuptools_that_has_it(tmp_path):
@@ -1166,3 +1168,20 @@ def test_a_triton_package_expects_no_device_code_and_requires_rocms_triton(tmp_p
     # an extension built at install is not a Triton package, whatever it imports
     (t / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\nx = CUDAExtension('a', ['b.cu'])\n")
     assert "triton-kernels" not in _seen(t)
+
+
+def test_a_cuda_arch_variable_read_before_the_gpu_is_asked_is_set(tmp_path):
+    # mhc-cuda 0.1.0: `cuda_arch = os.environ.get("CUDA_ARCH")`, and only without it `if not torch.cuda.is_available():
+    # raise`, then torch.cuda.get_device_capability(): setup.py died asking a GPU there is none of
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\ndef flags():\n    import torch\n"
+             "    cuda_arch = os.environ.get('CUDA_ARCH')\n    if cuda_arch:\n        return [f'-DARCH={cuda_arch}']\n"
+             "    if not torch.cuda.is_available():\n        raise RuntimeError('CUDA is required')\n"
+             "    major, minor = torch.cuda.get_device_capability()\n    return []\n"
+             "ext = CUDAExtension('m._C', ['k.cu'], extra_compile_args={'nvcc': flags()})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    hit = _only_hit(t, "cuda-arch-before-probe")
+    assert hit.evidence.where == "setup.py:5" and hit.fix == SetEnv("CUDA_ARCH", "80")
+    # one read where no probe follows is the package's own choice
+    t = tree(tmp_path / "b", {"setup.py": setup.replace("torch.cuda.is_available()", "False").replace(
+        "torch.cuda.get_device_capability()", "(8, 0)"), "k.cu": ""})
+    assert "cuda-arch-before-probe" not in _seen(t)

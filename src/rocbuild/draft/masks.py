@@ -423,6 +423,8 @@ HIP_FORMS = (
     (re.compile(rf"\bcudaMalloc3DArray\(\s*({_ARG}),\s*({_ARG}),\s*({_ARG})\)"), r"cudaMalloc3DArray(\1, \2, \3, 0)"),
     # HIP's bf16 has __float2bfloat16 (round to nearest even, as clang converts) and no _rn name (fusedtok)
     (re.compile(r"\b__float2bfloat16_rn\s*\("), "__float2bfloat16("),
+    # cuda_bf16.h's typedefs of __nv_bfloat16, which hipify maps, and not these (mhc-cuda)
+    (re.compile(r"(?<![\w.])nv_bfloat16(2?)\b"), r"__hip_bfloat16\1"),
 )
 
 

@@ -245,6 +245,30 @@ TOOLKIT_TESTS = {"CUDA_HOME is not None": "True", "torch.version.cuda is not Non
                  "CUDA_HOME is None": "False", "torch.version.cuda is None": "False"}
 
 
+# A CUDA arch variable of setup.py's own, read before it asks the GPU (mhc-cuda's CUDA_ARCH, then
+# `torch.cuda.get_device_capability()`; gimbal-engine's TORCH_CUDA_ARCH_LIST): set, the probe
+# is never reached. Its value is CUDA's, in the variable's own form; a ROCm torch takes its archs from
+# PYTORCH_ROCM_ARCH, and the -gencode flags it may make are cuda-flag-for-hipcc's.
+CUDA_ARCH_VARIABLE = re.compile(r"^(?:\w+_)?CUDA_ARCH(?:S|_LIST)?$")
+PROBE_AFTER = 10  # lines: from reading the variable to the probe it stands in for
+
+
+def arch_before_probe(files: BuildFiles) -> Evidence | None:
+    """setup.py reads a CUDA arch variable of its own and, in the lines after, asks the GPU
+    (torch.cuda.is_available(), torch.cuda.get_device_capability())."""
+    if files.torch is None:
+        return None
+    for read in files.env:
+        if not (CUDA_ARCH_VARIABLE.match(read.name) and read.where.startswith("setup.py:")):
+            continue
+        number = int(read.where.split(":")[1])
+        after = files.setup[number:number + PROBE_AFTER]
+        if any("torch.cuda.is_available()" in line or DEVICE_QUERY.search(line) for line in after):
+            value = "8.0" if read.name.endswith("_LIST") else "80"
+            return Evidence(read.where, files.setup[number - 1].strip(), f"{read.name}={value}")
+    return None
+
+
 def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
     """setup.py (with no ROCm path of its own) builds its CUDA extension only where CUDA_HOME or
     torch.version.cuda is set; a test gpu-probe-at-build already turns true is left to it. `CUDA_HOME is not
@@ -1063,6 +1087,11 @@ TRAPS: tuple[Trap, ...] = (
                            r"module 'torch' has no attribute 'has_cuda'"),
          findings=CPU_ONLY,
          files=gpu_probe, fixes="a replace edit"),
+    Trap("cuda-arch-before-probe", "a CUDA arch variable that setup.py reads before it asks the GPU",
+         "setup.py takes its CUDA archs from a variable of its own and asks the GPU only where it is unset "
+         "(torch.cuda.get_device_capability(), which a GPU-less builder cannot answer): set, the probe is never "
+         "reached; a ROCm torch takes its archs from PYTORCH_ROCM_ARCH all the same", _set_from_files,
+         files=arch_before_probe, fixes="an env value"),
     Trap("cuda-toolkit-test", "CUDA's toolkit asked for by setup.py",
          "setup.py builds its CUDA extension only where CUDA_HOME or torch.version.cuda is set, and both are None "
          "on a ROCm torch, whose cpp_extension hipifies and compiles the same sources: the tests are made to pass",
@@ -1131,11 +1160,12 @@ TRAPS: tuple[Trap, ...] = (
     Trap("hip-form-differs", "a CUDA call HIP declares in another form",
          "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
          "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b) and __float2bfloat16 for its "
-         "__float2bfloat16_rn, hipMalloc3DArray takes its flags "
+         "__float2bfloat16_rn, CUDA's nv_bfloat16 typedef is __hip_bfloat16, hipMalloc3DArray takes its flags "
          "without CUDA's default of 0, and fp16 has no half2 __hmax2/__hmin2 (bf16 has); each call becomes the form "
          "both take, one regex edit per file and form (half2's max and min a function written first in the file)",
          _source_edits("call the form HIP declares too"),
          log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn|__float2bfloat16_rn|__hm(?:ax|in)2)'",
+              r"unknown type name '(?P<value>nv_bfloat162?)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
@@ -1258,14 +1288,16 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
          "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX), nor NVVM's PTX intrinsics "
-         "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()), nor its toolkit's programs (bin2c, ptxas, fatbinary) a "
+         "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()) or PTX written inline (asm(\"mov.u64 %0, %%globaltimer;\")), "
+         "nor its toolkit's programs (bin2c, ptxas, fatbinary) a "
          "CMake project runs on PTX: no package brings them; the code that uses them must be "
          "ported, or left out of the ROCm build, by hand",
          lambda _f, _e: None, log=(r"fatal error: '?(?P<value>" + CUDA_ONLY_FEATURES + r")'?:? (?:file not found"
                                    r"|No such file)", r"use of undeclared identifier '(?P<value>__nvvm_\w+)'",
                                    r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)",
                                    r"Could not find \w+ using the following names: (?P<value>bin2c|ptxas|fatbinary|nvlink"
-                                   r"|cuobjdump|nvdisasm)\b"),
+                                   r"|cuobjdump|nvdisasm)\b",
+                                   r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm"),
          draft=False, fixes="by hand", names="CUDA feature"),
     Trap("extension-behind-argv", "extensions built only for a command pip never runs",
          "setup.py adds its extensions only when sys.argv names build_ext (or install, develop); pip's backend runs "
