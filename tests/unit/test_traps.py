@@ -1131,6 +1131,11 @@ def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
     _apply_draft_patches(t, text)  # a tree patched already is left as it is
     assert (t / "CMakeLists.txt").read_text() == out
     assert "cmake-cuda-only" not in _seen(t)
+    # a torch extension built by setup.py, beside a CMakeLists.txt for its C++ API that setup.py never runs
+    # (torch-scatter 2.1.2's): not ported
+    (t / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\nx = CUDAExtension('a', ['k.cu'])\n")
+    (t / "CMakeLists.txt").write_text(PORT_CMAKE)
+    assert "cmake-cuda-only" not in _seen(t)
 
 
 def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_file(tmp_path):

@@ -807,7 +807,10 @@ HIP_LANGUAGE = r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b"
 
 def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
     """A CMakeLists.txt whose only GPU language is CUDA (project(... CUDA), enable_language(CUDA)), anywhere in the
-    tree outside its vendored libraries; with the edits that build it as HIP."""
+    tree outside its vendored libraries; with the edits that build it as HIP. Not a torch extension's CMakeLists.txt
+    that its setup.py never runs (torch-scatter's, for its C++ API)."""
+    if files.torch is not None and not files.torch.cmake:
+        return None
     torch = files.torch is not None or builds_against_torch(files.tree)
     found = port(files.tree, torch=torch)
     if found is None:
