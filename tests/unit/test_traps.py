@@ -1003,10 +1003,9 @@ def test_a_gpu_probe_whose_block_only_asks_the_device_for_an_arch_stays(tmp_path
     t = tree(tmp_path / "a", {"setup.py": picks, "k.cu": "__global__ void k() {}\n"})
     assert "gpu-probe-at-build" not in _seen(t)
     # a block that builds the extension is the GPU branch, and is still taken
-    gates = picks.replace("ext = [", "    ext = [").replace("def arch():\n", "")
-    gates = gates.replace("        ", "    ").replace("    if torch", "if torch")
-    t = tree(tmp_path / "b", {"setup.py": gates + "    cap = torch.cuda.get_device_capability(0)\n",
-                              "k.cu": "__global__ void k() {}\n"})
+    gates = ("import torch\nfrom torch.utils.cpp_extension import CUDAExtension\nif torch.cuda.is_available():\n"
+             "    ext = [CUDAExtension('g._cuda', ['k.cu'])]\n    cap = torch.cuda.get_device_capability(0)\n")
+    t = tree(tmp_path / "b", {"setup.py": gates, "k.cu": "__global__ void k() {}\n"})
     _drafted(t)
     assert "\nif True:\n" in (t / "setup.py").read_text()
 
@@ -1162,7 +1161,7 @@ def test_a_triton_package_expects_no_device_code_and_requires_rocms_triton(tmp_p
     pyproject = ('[project]\nname = "f"\ndependencies = [\n  "triton>=3.6.0",\n]\n'
                  '[build-system]\nbuild-backend = "setuptools.build_meta"\n')
     t = tree(tmp_path / "src", {"pyproject.toml": pyproject, "setup.py": "from setuptools import setup\nsetup()\n",
-                                "f/ops.py": "import triton\n\n@triton.jit\ndef k(x):\n    pass\n",
+                                "f/__init__.py": "", "f/ops.py": "import triton\n\n@triton.jit\ndef k(x):\n    pass\n",
                                 "csrc/old.cu": "__global__ void k() {}\n"})
     assert _only_hit(t, "triton-kernels").evidence.where == "f/ops.py:3"
     assert _only_hit(t, "cuda-triton-required").evidence.where == "pyproject.toml:4"

@@ -128,45 +128,45 @@ class CmakePort:
 
     files: tuple[tuple[str, int, str], ...]
     edits: tuple[SourceEdit, ...]
+    torch: bool  # it builds against torch
 
 
-def cuda_cmake_files(tree: Path) -> list[tuple[str, str]]:
-    """Each CMakeLists.txt of the tree (outside vendored and build folders) whose GPU language is CUDA only:
-    (its path relative to the tree, its text)."""
-    found = []
-    for path in _cmake_files(tree):
-        rel = path.relative_to(tree)
-        text = path.read_text(errors="replace")
-        code = re.sub(r"#[^\n]*", "", text)
-        if CUDA_LANGUAGE.search(code) and not HIP_LANGUAGE.search(code):
-            found.append((rel.as_posix(), text))
-    return found
+def _cmake_texts(tree: Path) -> list[tuple[str, str]]:
+    """The tree's CMakeLists.txt files outside its vendored, build and test folders: (relative path, text)."""
+    return [(p.relative_to(tree).as_posix(), p.read_text(errors="replace")) for p in sorted(tree.rglob("CMakeLists.txt"))
+            if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
 
 
-def builds_against_torch(tree: Path) -> bool:
+def _cuda_only(text: str) -> bool:
+    """Whether a CMakeLists.txt's GPU language is CUDA only (comments left out)."""
+    code = re.sub(r"#[^\n]*", "", text)
+    return CUDA_LANGUAGE.search(code) is not None and not HIP_LANGUAGE.search(code)
+
+
+def _names_torch(tree: Path, cmake: list[tuple[str, str]]) -> bool:
     """Whether a CMakeLists.txt of the tree finds torch's CMake package, or its setup.py or pyproject.toml names
     torch (cuda-moea's setup.py passes torch's prefix to a subfolder's find_package(Torch))."""
-    texts = [p.read_text(errors="replace") for p in _cmake_files(tree)]
+    texts = [text for _, text in cmake]
     texts += [p.read_text(errors="replace") for p in (tree / "setup.py", tree / "pyproject.toml") if p.is_file()]
     return any(re.search(r"find_package\s*\(\s*Torch\b|\btorch\b", text) for text in texts)
 
 
-def _cmake_files(tree: Path) -> list[Path]:
-    """The tree's CMakeLists.txt files outside its vendored, build and test folders."""
-    return [p for p in sorted(tree.rglob("CMakeLists.txt"))
-            if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
-
-
-def port(tree: Path, *, torch: bool) -> CmakePort | None:
-    """The port of each CUDA-only CMakeLists.txt of `tree`; `torch`: the project builds against torch (C++20)."""
+def port(tree: Path, *, torch_extension: bool) -> CmakePort | None:
+    """The port of each CUDA-only CMakeLists.txt of `tree`, None where there is none; `torch_extension`: setup.py
+    builds against torch (else the build files are read for it: C++20 and torch's variables where they name it)."""
+    cmake = _cmake_texts(tree)
+    cuda = [(rel, text) for rel, text in cmake if _cuda_only(text)]
+    if not cuda:
+        return None
+    torch = torch_extension or _names_torch(tree, cmake)
     files, edits = [], []
-    for rel, text in cuda_cmake_files(tree):
+    for rel, text in cuda:
         first = CUDA_LANGUAGE.search(text)
         assert first is not None
         number = text.count("\n", 0, first.start()) + 1
         files.append((rel, number, text.splitlines()[number - 1].strip()))
         edits += _edits(rel, text, number, torch=torch)
-    return CmakePort(tuple(files), tuple(edits)) if files else None
+    return CmakePort(tuple(files), tuple(edits), torch)
 
 
 def _edits(rel: str, text: str, number: int, *, torch: bool) -> list[SourceEdit]:

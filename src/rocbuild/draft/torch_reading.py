@@ -152,7 +152,7 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
     if hit:
         return hit[1], []
     pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\(")
-    for path in [p for pkg in _own_packages(tree) for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]:
+    for path in package_modules(tree):
         text = path.read_text(errors="replace")
         match = pattern.search(text)
         if match:
@@ -160,6 +160,11 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
             return f"{path.relative_to(tree)}:{text.count(chr(10), 0, match.start()) + 1}", list(dict.fromkeys(
                 s.rsplit("/", 1)[-1] for s in sources))[:8]
     return None, []
+
+
+def package_modules(tree: Path) -> list[Path]:
+    """The Python files of the package's own folders (_own_packages), at most MAX_PY_FILES."""
+    return [p for pkg in _own_packages(tree) for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]
 
 
 def _importable(folder: Path) -> list[str]:

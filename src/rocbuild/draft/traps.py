@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.cmake_port import HIPIFY, builds_against_torch, port
+from rocbuild.draft.cmake_port import HIPIFY, port
 from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
@@ -57,6 +57,7 @@ from rocbuild.draft.torch_reading import (
     SELECTOR,
     VENDOR_DIRS,
     TorchReading,
+    package_modules,
     read_torch,
 )
 
@@ -380,10 +381,16 @@ FULL_API = ((LIMITED_API.pattern, "py_limited_api=False"),
             (r"""(["']py_limited_api["']\s*:\s*)["']cp\d+["']""", r"\g<1>False"))
 
 
+def _compiles_itself(files: BuildFiles) -> bool:
+    """Whether the sdist's own build compiles something: an extension in setup.py, or a top CMakeLists.txt."""
+    return bool(files.cmake) or re.search(r"Extension\s*\(|cpp_extension|ext_modules\s*=\s*\[\s*\w",
+                                          "\n".join(files.setup)) is not None
+
+
 def nested_setup(files: BuildFiles) -> Evidence | None:
     """The sdist's own build compiles nothing, and a setup.py in a folder of it builds a torch extension that
     nothing runs (tiny-torch-nevmenko's tiny_torch/setup.py)."""
-    if any(re.search(r"Extension\s*\(", line) for line in files.setup) or files.cmake:
+    if _compiles_itself(files):
         return None
     for path in sorted(files.tree.glob("*/**/setup.py")):
         text = path.read_text(errors="replace")
@@ -400,7 +407,7 @@ PREBUILT = (".so", ".dll", ".dylib", ".pyd")
 def prebuilt_binary(files: BuildFiles) -> Evidence | None:
     """The sdist ships a library built elsewhere beside CUDA sources its build never compiles
     (deepgpr's lib/deepgpr.so and deepgpr.cu, loaded at run time): that library is CUDA's."""
-    if any(re.search(r"Extension\s*\(", line) for line in files.setup) or files.cmake:
+    if _compiles_itself(files):
         return None
     kernels = [rel for rel in files.sources if rel.endswith((".cu", ".cuh"))]
     built = sorted(p.relative_to(files.tree).as_posix() for p in files.tree.rglob("*")
@@ -762,25 +769,18 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
 
 
 TRITON_JIT = re.compile(r"^[ \t]*@triton\.(?:jit|autotune)\b", re.MULTILINE)
-MAX_TRITON_FILES = 2000  # package files searched for Triton kernels
 
 
 def triton_kernels(files: BuildFiles) -> Evidence | None:
-    """Triton kernels (`@triton.jit`), with nothing compiled at install: no extension in setup.py and no CMake
-    project (flash-sparse-attn 2.x, whose csrc/ is left from 1.x and never built)."""
-    setup = "\n".join(files.setup)
-    if files.cmake or re.search(r"Extension\s*\(|cpp_extension|ext_modules\s*=\s*\[\s*\w", setup):
+    """Triton kernels (`@triton.jit`) in the package's own modules, with nothing compiled at install: no extension
+    in setup.py and no CMake project (flash-sparse-attn 2.x, whose csrc/ is left from 1.x and never built)."""
+    if _compiles_itself(files):
         return None
-    for number, path in enumerate(sorted(files.tree.rglob("*.py"))):
-        if number >= MAX_TRITON_FILES:
-            break
-        rel = path.relative_to(files.tree)
-        if rel.parts[0] in ("tests", "test", "examples", "benchmarks", "docs", "build"):
-            continue
+    for path in package_modules(files.tree):
         text = path.read_text(errors="replace")
         found = TRITON_JIT.search(text)
         if found:
-            where = f"{rel.as_posix()}:{text.count(chr(10), 0, found.start()) + 1}"
+            where = f"{path.relative_to(files.tree).as_posix()}:{text.count(chr(10), 0, found.start()) + 1}"
             return Evidence(where, found.group(0).strip())
     return None
 
@@ -811,12 +811,11 @@ def cmake_cuda_only(files: BuildFiles) -> Evidence | None:
     that its setup.py never runs (torch-scatter's, for its C++ API)."""
     if files.torch is not None and not files.torch.cmake:
         return None
-    torch = files.torch is not None or builds_against_torch(files.tree)
-    found = port(files.tree, torch=torch)
+    found = port(files.tree, torch_extension=files.torch is not None)
     if found is None:
         return None
     rel, number, line = found.files[0]
-    return Evidence(f"{rel}:{number}", line, "torch" if torch else None, rel, also=found.edits)
+    return Evidence(f"{rel}:{number}", line, "torch" if found.torch else None, rel, also=found.edits)
 
 
 def runtime_binding(files: BuildFiles) -> Evidence | None:
@@ -926,10 +925,9 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
         return None
     edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=e.regex) for e in files.also)
     names = sorted({e.file for e in files.also})
-    # torch's CMake package (LoadHIP.cmake) takes ROCm's place and the archs from the environment, and refuses
-    # without them
-    # and its HIP compiler from HIP_CLANG_PATH (else from ROCm's own layout); ROCM_PATH is not set: at /usr, clang
-    # would no longer find a distribution's device libraries
+    # torch's CMake package (LoadHIP.cmake) takes the archs and its HIP compiler from the environment and refuses
+    # without them (HIP_CLANG_PATH, else ROCm's own layout). ROCM_PATH is not set: at /usr, clang would no longer
+    # find a distribution's device libraries.
     env = (SetEnv("CMAKE_PREFIX_PATH", "${{ torch.cmake_prefix }}"),
            SetEnv("PYTORCH_ROCM_ARCH", "${{ archs | join(';') }}"),
            SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}")) if files.value == "torch" else ()
@@ -944,12 +942,18 @@ def _argv_true(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
                        "is True: its extensions are built in the wheel pip builds")
 
 
-def _hipcc_for_nvcc(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    if files is None or files.value is None or files.file is None:
-        return None
-    quote_mark = files.value[0]
-    return ReplaceText(files.file, files.value, f"{quote_mark}hipcc{quote_mark}",
-                       says=f"setup.py's nvcc probe runs hipcc instead ({files.where})")
+def _requoted(name: str, says: str) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
+    """The fix that puts `name` in place of the quoted word the build files hold (in the same quotes); `says`
+    what it does, with {where} and {file} filled in."""
+
+    def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+        if files is None or files.value is None or files.file is None:
+            return None
+        quote_mark = files.value[0]
+        return ReplaceText(files.file, files.value, f"{quote_mark}{name}{quote_mark}",
+                           says=says.format(where=files.where, file=files.file))
+
+    return fix
 
 
 def _source_edits(what: str, when: str | None = None) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
@@ -1057,14 +1061,6 @@ def _memory(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     return MemoryPerJob(f"{max(4, int(number * 2))}GiB")
 
 
-def _rocm_triton(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    if files is None or files.value is None or files.file is None:
-        return None
-    quote_mark = files.value[0]
-    return ReplaceText(files.file, files.value, f"{quote_mark}pytorch-triton-rocm{quote_mark}",
-                       says=f"require ROCm's Triton (pytorch-triton-rocm) for PyPI's triton in {files.file}")
-
-
 def _jit(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None:
         return None
@@ -1113,7 +1109,7 @@ TRAPS: tuple[Trap, ...] = (
          files=phantom_extension, fixes="a replace edit"),
     Trap("nvcc-probe", "nvcc asked whether to build the GPU extension",
          "setup.py builds its CUDA extension only where nvcc runs; ROCm has hipcc, which hipifies and compiles it",
-         _hipcc_for_nvcc, findings=CPU_ONLY,
+         _requoted("hipcc", "setup.py's nvcc probe runs hipcc instead ({where})"), findings=CPU_ONLY,
          files=nvcc_probe, fixes="a replace edit"),
     Trap("hipify-name-collision", "two sources hipify to one object",
          "hipify renames x_cuda.cu to x_hip.hip and x.cpp to x_hip.cpp: both compile to x_hip.o, and the link "
@@ -1401,7 +1397,8 @@ TRAPS: tuple[Trap, ...] = (
     Trap("cuda-triton-required", "PyPI's triton named as a dependency",
          "PyPI's `triton` has NVIDIA's backend alone; on ROCm the `triton` module is pytorch-triton-rocm's (the one a "
          "ROCm torch pins), and the wheel's requirement names it instead, so that pip never brings the other",
-         _rocm_triton, files=cuda_triton, fixes="a replace edit"),
+         _requoted("pytorch-triton-rocm", "require ROCm's Triton (pytorch-triton-rocm) for PyPI's triton in {file}"),
+         files=cuda_triton, fixes="a replace edit"),
     Trap("hip-runtime-binding", "a library that binds HIP's runtime without kernels of its own",
          "it links libamdhip64 but compiles no HIP source: no device code is expected",
          lambda files, _f: Expect("runtime") if files else None, files=runtime_binding, fixes="an expectation"),
