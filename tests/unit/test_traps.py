@@ -1189,3 +1189,75 @@ def test_a_cuda_arch_variable_read_before_the_gpu_is_asked_is_set(tmp_path):
     t = tree(tmp_path / "b", {"setup.py": setup.replace("torch.cuda.is_available()", "False").replace(
         "torch.cuda.get_device_capability()", "(8, 0)"), "k.cu": ""})
     assert "cuda-arch-before-probe" not in _seen(t)
+
+
+def test_an_unused_bf16_include_in_a_host_source_becomes_a_comment(tmp_path):
+    # ista-daslab-optimizers-cuda 1.1.0: its .cpp bindings include cuda_bf16.h and use nothing of it; hipify makes
+    # it hip/hip_bf16.h, which g++ cannot read (ROCm 7.2: static assertion failed on __bf16_2)
+    include = "#include <cuda_bf16.h>"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "tools.cpp": f"#include <torch/extension.h>\n{include}\nint sm_count();\n",
+                                "uses.cpp": f"{include}\nvoid f(__nv_bfloat16* p);\n",  # uses it: left to fail
+                                "k.cu": f"{include}\n__global__ void k(__nv_bfloat16* p) {{}}\n"})  # HIP's clang reads it
+    hit = _only_hit(t, "bf16-header-for-host-compiler")
+    assert hit.evidence.where == "tools.cpp:2"
+    assert [(e.file, e.find) for e in hit.fix.edits] == [("tools.cpp", include)]  # type: ignore[union-attr]
+    _drafted(t)
+    assert (t / "tools.cpp").read_text().splitlines()[1].startswith(f"// {include}  // rocbuild: ")
+    assert (t / "uses.cpp").read_text().startswith(include) and (t / "k.cu").read_text().startswith(include)
+    assert "bf16-header-for-host-compiler" not in _seen(t)  # once is enough: the comment is no include
+
+
+def test_half_that_cublas_brought_gets_the_fp16_header_where_cublas_is_included(tmp_path):
+    # cuda-moea: cuda_globals.cuh's `sizeof(half)`, which CUDA code gets through cublas_v2.h (cublas_api.h includes
+    # cuda_fp16.h); hipBLAS's header does not include hip_fp16.h
+    t = tree(tmp_path / "src", {"CMakeLists.txt": "project(m CXX CUDA)\n",
+                                "utils.cuh": "#pragma once\n#include <cublas_v2.h>\n",
+                                "both.cu": "#include <cuda_fp16.h>\n#include <cublas_v2.h>\n",  # has it: left alone
+                                "globals.cuh": '#include "utils.cuh"\nconstexpr size_t HALF_SIZE = sizeof(half);\n'})
+    hit = _only_hit(t, "fp16-from-cublas")
+    assert [(e.file, e.find) for e in hit.fix.edits] == [("utils.cuh", "#include <cublas_v2.h>")]  # type: ignore[union-attr]
+    _drafted(t)
+    assert (t / "utils.cuh").read_text().splitlines()[1:] == [
+        "#include <cuda_fp16.h>  // rocbuild: cuBLAS's header brings half, hipBLAS's does not", "#include <cublas_v2.h>"]
+    assert "fp16-from-cublas" not in _seen(t)
+    # `half` as a word in a comment is no use of the type
+    quiet = tree(tmp_path / "quiet", {"CMakeLists.txt": "project(m CXX CUDA)\n",
+                                      "k.cu": "#include <cublas_v2.h>\n// half of the threads wait\n"})
+    assert "fp16-from-cublas" not in _seen(quiet)
+
+
+def test_a_cmake_list_of_python_versions_gets_the_target_pythons(tmp_path):
+    # attention-kernels 0.2.0.post2 (vLLM's CMake): set(PYTHON_SUPPORTED_VERSIONS "3.8" ... "3.12") against 3.14
+    line = 'set(PYTHON_SUPPORTED_VERSIONS "3.8" "3.9" "3.10" "3.11" "3.12")'
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='a')\n",
+                                "CMakeLists.txt": f"cmake_minimum_required(VERSION 3.26)\n{line}\nproject(a CXX)\n"})
+    hit = _only_hit(t, "python-version-allow-list")
+    assert hit.evidence.where == "CMakeLists.txt:2"
+    assert hit.fix == ReplaceText("CMakeLists.txt", line, line[:-1] + ' "${{ python.version }}")',
+                                  says="add the target python's version to CMakeLists.txt:2's list")
+    recipe = draft_recipe("a", "a==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    assert load_recipe_text(recipe, "a.yaml").patches  # the draft carries it, and loads
+    # one string, semicolons: the version goes inside it
+    one = tree(tmp_path / "one", {"CMakeLists.txt": 'set(PYTHON_SUPPORTED_VERSIONS "3.9;3.10")\nproject(a CXX)\n'})
+    assert _only_hit(one, "python-version-allow-list").fix.with_ == (  # type: ignore[union-attr]
+        'set(PYTHON_SUPPORTED_VERSIONS "3.9;3.10;${{ python.version }}")')
+
+
+def test_a_cpu_only_build_shows_what_the_build_said_of_its_cpu_path(tmp_path):
+    # dynquant-kernels 0.5.3: its CMake warns, and builds CPU-only, on a torch whose torch.version.cuda is None
+    from rocbuild.draft.report import cpu_path_said
+
+    log = tmp_path / "02-wheel.log"
+    log.write_text("  -- Found Threads: TRUE\n  Optional package rccl not found\n"
+                   "  No GPU arch specified for ROCm build.  Please use PYTORCH_ROCM_ARCH\n"
+                   "  CMake Warning at CMakeLists.txt:133 (message):\n"
+                   "    A CUDA toolkit was found but this torch (2.14.1) is a CPU\n"
+                   "    build, so the extension cannot link torch's CUDA libraries.  Building\n"
+                   "    CPU-only.\n\n\n  -- Configuring done (3.3s)\n  CUDA not available: skipping the CUDA ops\n")
+    said = cpu_path_said([("cpu_only", "m.so: no device code")], [log])
+    assert said == ["the build said (02-wheel.log:4): CMake Warning at CMakeLists.txt:133 (message): A CUDA toolkit "
+                    "was found but this torch (2.14.1) is a CPU build, so the extension cannot link torch's CUDA "
+                    "libraries.  Building CPU-only.",
+                    "the build said (02-wheel.log:11): CUDA not available: skipping the CUDA ops"]
+    assert cpu_path_said([("cuda_linked", "m.so links libcudart")], [log]) == []  # not a CPU-only finding

@@ -59,13 +59,13 @@ def find_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         call = re.search(CALL, text)
         if call:
-            found.append(SourceEdit(rel, _line(text, call.start()), _text(text, call.start()), CALL, FULL, True))
+            found.append(SourceEdit(rel, line_of(text, call.start()), _text(text, call.start()), CALL, FULL, True))
         for match in [*DEFINE.finditer(text), *CONSTANT.finditer(text)]:
             whole = match.group(0).strip()
             wide = whole.replace(match.group("lit"), FULL)
             if "type" in match.groupdict() and match.group("type"):
                 wide = re.sub(rf"\b{re.escape(match.group('type'))}\b", "unsigned long long", wide, count=1)
-            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole, wide, False))
+            found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole, wide, False))
     return found
 
 
@@ -114,7 +114,7 @@ def variable_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
         narrow = {m.group("name") for m in MASK_VARIABLE.finditer(text)}
         call = next((m for m in SYNC_CALL.finditer(text) if m.group("arg") in narrow), None)
         if call is not None:
-            found.append(SourceEdit(rel, _line(text, call.start()), _text(text, call.start()), r"\A", WARP32, True))
+            found.append(SourceEdit(rel, line_of(text, call.start()), _text(text, call.start()), r"\A", WARP32, True))
     return found
 
 
@@ -127,7 +127,7 @@ def cuda_includes(texts: Mapping[str, str], headers: dict[str, str]) -> list[Sou
     for rel, text in texts.items():
         for match in pattern.finditer(text):
             whole = match.group(0).strip()
-            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole,
+            found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole,
                                     f"#include <{headers[match.group('header')]}>", False))
     return found
 
@@ -174,7 +174,7 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
     found: list[SourceEdit] = []
     for rel, text in texts.items():
         for name, first in _firsts(RENAMED, text, "name").items():
-            number = _line(text, first.start())
+            number = line_of(text, first.start())
             found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), rf"\b{name}\b(?=\s*\()",
                                     RENAMED_TORCH_API[name], True))
     return found
@@ -192,7 +192,7 @@ def cucomplex_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         first = CUCOMPLEX.search(text)
         if first is not None:
-            number = _line(text, first.start())
+            number = line_of(text, first.start())
             found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), CUCOMPLEX.pattern,
                                     r"\1hip\2", True))
     return found
@@ -244,7 +244,7 @@ def _firsts(pattern: re.Pattern[str], text: str, key: str | int = 0) -> dict[str
     return firsts
 
 
-def _line(text: str, at: int) -> int:
+def line_of(text: str, at: int) -> int:
     return text.count("\n", 0, at) + 1
 
 
@@ -283,7 +283,7 @@ def vector_helpers(texts: Mapping[str, str]) -> list[SourceEdit]:
         for pattern, guarded in GUARDED.items():
             first = re.search(pattern, text, re.MULTILINE)
             if first:
-                found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), pattern,
+                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern,
                                         guarded, True))
     return found
 
@@ -323,7 +323,7 @@ def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
         token = HIPIFIED_TOKEN.search(text)
         if entry is not None or token is not None:
             at = token.start() if token is not None and entry is None else 0
-            found.append(SourceEdit(rel, _line(text, at), f"included as {entry}" if entry else _text(text, at),
+            found.append(SourceEdit(rel, line_of(text, at), f"included as {entry}" if entry else _text(text, at),
                                     r"\A", BREADCRUMB, True))
     return found
 
@@ -347,7 +347,7 @@ def c10_hip_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     found: list[SourceEdit] = []
     for rel, text in texts.items():
         for name, first in _firsts(C10_HIP, text, "name").items():
-            found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()),
+            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()),
                                     rf"\bc10::hip::{name}\b", "c10::cuda::" + name.replace("HIP", "CUDA"), True))
     return found
 
@@ -372,7 +372,7 @@ def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         for call, first in _firsts(ROUNDING, text).items():
             name, width = _OCML[first.group("op")]
-            found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), rf"\b{re.escape(call)}",
+            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), rf"\b{re.escape(call)}",
                                     f"__ocml_{name}_{_OCML_MODE[first.group('mode')]}_f{width}(", True))
     return found
 
@@ -409,7 +409,7 @@ def cg_reduce_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
             continue  # written already
         for match in CG_REDUCE_INCLUDE.finditer(text):
             whole = match.group(0).strip()
-            found.append(SourceEdit(rel, _line(text, match.start()), whole, whole, CG_REDUCE, False))
+            found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole, CG_REDUCE, False))
     return found
 
 
@@ -455,11 +455,11 @@ def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
         for pattern, form in HIP_FORMS:
             first = pattern.search(text)
             if first is not None:
-                found.append(SourceEdit(rel, _line(text, first.start()), _text(text, first.start()), pattern.pattern,
+                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
                                         form, True))
         first = HALF2_MINMAX_CALL.search(text)
         if first is not None and "ROCBUILD_HALF2_MINMAX" not in text:
-            where, line = _line(text, first.start()), _text(text, first.start())
+            where, line = line_of(text, first.start()), _text(text, first.start())
             found += [SourceEdit(rel, where, line, HALF2_MINMAX_CALL.pattern, r"rocbuild_hm\g<1>2(", True),
                       SourceEdit(rel, where, line, r"\A", HALF2_MINMAX, True)]
     return found

@@ -11,9 +11,16 @@ from pathlib import Path
 
 from rocbuild.draft.fixes import MemoryPerJob
 from rocbuild.draft.logscan import LogError, scan
-from rocbuild.draft.traps import BuildFiles, Hit, in_findings, in_log
+from rocbuild.draft.traps import CPU_ONLY, BuildFiles, Hit, in_findings, in_log
 
 WARNING_HEADER = re.compile(r"\s*CMake (?:Deprecation )?Warning\b")
+# What a build prints as it takes its CPU-only path (dynquant-kernels' CMake: "... is a CPU build ... Building
+# CPU-only"; a setup.py's "CUDA not available, skipping the CUDA extension").
+CPU_SAID = re.compile(r"(?i)\bcpu[- ]only\b|\bcpu (?:build|version|extension|fallback)\b"
+                      r"|\b(?:building|compiling|build) (?:\w+ )?(?:for|on) (?:the )?cpu\b"
+                      r"|\b(?:cuda|nvcc|gpu)\b[^.;]{0,40}\b(?:not (?:found|available|detected|enabled)|unavailable)\b"
+                      r"|\b(?:skipping|skip|without|disabling|no) (?:the )?(?:cuda|gpu)\b(?!\s+arch)")
+SAID_SHOWN = 3
 
 SHOWN_CAUSES = 4  # errors shown after the first, a line each
 TAIL_WHEN_UNKNOWN = 40  # the log's last lines, shown only when no error was recognised
@@ -83,19 +90,45 @@ def diagnose(text: str, context: Context) -> Report:
 
 def _cmake_warnings(lines: list[str]) -> set[int]:
     """The log lines (1-based) of CMake's warning blocks: what CMake went on after is never the cause. (An
-    optional package that was not found reads like a missing one: vLLM's configure names rocshmem so.) A
-    block is its header and every line below that is blank or indented deeper."""
-    inside: set[int] = set()
-    indent: int | None = None
+    optional package that was not found reads like a missing one: vLLM's configure names rocshmem so.)"""
+    return {n for block in _warning_blocks(lines).values() for n in block}
+
+
+def _warning_blocks(lines: list[str]) -> dict[int, list[int]]:
+    """CMake's warning blocks, by the line of each header: a block is its header and every line below that is
+    blank or indented deeper."""
+    blocks: dict[int, list[int]] = {}
+    header: int | None = None
+    indent = 0
     for n, line in enumerate(lines, 1):
         depth = len(line) - len(line.lstrip())
         if WARNING_HEADER.match(line):
-            indent = depth
-        elif indent is not None and line.strip() and depth <= indent:
-            indent = None
-        if indent is not None:
-            inside.add(n)
-    return inside
+            header, indent = n, depth
+            blocks[header] = []
+        elif header is not None and line.strip() and depth <= indent:
+            header = None
+        if header is not None:
+            blocks[header].append(n)
+    return blocks
+
+
+def cpu_path_said(codes: list[tuple[str, str]], logs: list[Path]) -> list[str]:
+    """For a device-code check that found a CPU-only build: what the build's own output said about taking its
+    CPU path (a CMake warning block, a line setup.py printed), with the log and line, the first few. Where no
+    trap matched, these are the cause's words."""
+    if not any(code in CPU_ONLY for code, _ in codes):
+        return []
+    said: list[str] = []
+    for log in logs:
+        lines = read_log(log).splitlines()
+        blocks = _warning_blocks(lines)
+        inside = {n for block in blocks.values() for n in block}
+        texts = [(n, " ".join(lines[i - 1].strip() for i in block if lines[i - 1].strip()))
+                 for n, block in blocks.items()]
+        texts += [(n, line.strip()) for n, line in enumerate(lines, 1) if n not in inside and len(line) < 400]
+        said += [f"the build said ({log.name}:{n}): {_short(text, 300)}"
+                 for n, text in sorted(texts) if CPU_SAID.search(text)]
+    return said[:SAID_SHOWN]
 
 
 def diagnose_findings(codes: list[tuple[str, str]], context: Context) -> list[Hit]:

@@ -30,6 +30,7 @@ from rocbuild.draft.fixes import (
     RunFirst,
     SetEnv,
 )
+from rocbuild.draft.headers import cublas_fp16_includes, host_bf16_includes
 from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
@@ -535,6 +536,31 @@ def lane_mask_variables(files: BuildFiles) -> Evidence | None:
     return _in_sources(variable_masks(files.sources))
 
 
+def host_bf16(files: BuildFiles) -> Evidence | None:
+    """An include of CUDA's bf16 header (or HIP's) in a .cpp source, which the host compiler builds, that uses
+    none of its names."""
+    return _in_sources(host_bf16_includes(files.sources))
+
+
+def cublas_half(files: BuildFiles) -> Evidence | None:
+    """CUDA sources that use `half`, and a cuBLAS include without cuda_fp16.h beside it, in any source of the tree."""
+    return _in_sources(cublas_fp16_includes(files.sources))
+
+
+# A CMake list of the Python versions a build accepts (vLLM's PYTHON_SUPPORTED_VERSIONS, in its forks too).
+PYTHON_VERSIONS = re.compile(r"^\s*set\s*\(\s*\w*PYTHON\w*VERSIONS?\w*\s+"
+                             r"(?P<list>(?:\"3\.\d+\"\s*)+|\"3\.\d+(?:;3\.\d+)+\")\s*\)", re.IGNORECASE)
+
+
+def python_versions(files: BuildFiles) -> Evidence | None:
+    """A list of the Python versions the top CMakeLists.txt accepts (set(PYTHON_SUPPORTED_VERSIONS "3.9" ...))."""
+    for number, line in enumerate(files.cmake, 1):
+        match = PYTHON_VERSIONS.match(line)
+        if match is not None:
+            return Evidence(f"CMakeLists.txt:{number}", line.strip(), match.group("list").strip(), "CMakeLists.txt")
+    return None
+
+
 def other_forms(files: BuildFiles) -> Evidence | None:
     """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
     in any C++/CUDA/HIP source of the tree."""
@@ -935,6 +961,16 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
                  first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
 
 
+def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    """The target python's version added to the list (where it is listed already, twice does no harm)."""
+    if files is None or files.value is None or files.file is None:
+        return None
+    listed = files.value
+    more = listed[:-1] + ';${{ python.version }}"' if ";" in listed else listed + ' "${{ python.version }}"'
+    return ReplaceText(files.file, files.text, files.text.replace(listed, more),
+                       says=f"add the target python's version to {files.where}'s list")
+
+
 def _argv_true(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     if files is None or files.value is None or files.file is None:
         return None
@@ -1167,6 +1203,20 @@ TRAPS: tuple[Trap, ...] = (
               r"unknown type name '(?P<value>nv_bfloat162?)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
+    Trap("bf16-header-for-host-compiler", "HIP's bf16 header included by a source the host compiler builds",
+         "ROCm 7's hip_bf16.h (what hipify makes of cuda_bf16.h) is written for HIP's compiler: under g++ its "
+         "static_assert on __bf16_2 fails and __builtin_elementwise_fma is undeclared. torch's build hands .cpp "
+         "files to g++; where such a file includes the header and uses none of it, the include becomes a comment, "
+         "one edit per file. A host source that does use bf16 needs a hand edit",
+         _source_edits("drop the bf16 include that g++ cannot read, where nothing uses it"),
+         log=(r"hip/amd_detail/amd_hip_bf16\.h:\d+:\d+: error: ",), files=host_bf16, fixes="replace edits"),
+    Trap("fp16-from-cublas", "half taken from cuBLAS's header, which hipBLAS's does not bring",
+         "cuBLAS's cublas_api.h includes cuda_fp16.h, so CUDA sources that include cuBLAS get `half` with it; "
+         "hipBLAS's header, which hipify puts in its place, does not include hip_fp16.h. Each file that includes "
+         "cuBLAS without cuda_fp16.h includes it first (hipify maps it to hip/hip_fp16.h)",
+         _source_edits("include the fp16 header where cuBLAS's brought it"),
+         log=(r"use of undeclared identifier '(?P<value>half2?)'", r"unknown type name '(?P<value>half2?)'"),
+         files=cublas_half, fixes="replace edits", names="type"),
     Trap("cucomplex-names", "cuComplex's names, which hipify leaves",
          "hipify maps cuComplex.h to hip/hip_complex.h but leaves its types and functions (cuFloatComplex, cuCrealf, "
          "cuCaddf, make_cuFloatComplex) as they are; HIP declares each under the hip prefix: one regex edit per file",
@@ -1298,6 +1348,12 @@ TRAPS: tuple[Trap, ...] = (
                                    r"|cuobjdump|nvdisasm)\b",
                                    r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm"),
          draft=False, fixes="by hand", names="CUDA feature"),
+    Trap("python-version-allow-list", "a CMake list of the Python versions it accepts",
+         "vLLM's CMake, and its forks', stops at configure on a Python its PYTHON_SUPPORTED_VERSIONS does not name "
+         "(Python version (3.14) is not one of the supported versions), though nothing in the build depends on it; "
+         "the target python's version is added to the list",
+         _python_listed, log=(r"Python version \((?P<value>3\.\d+)\) is not one of the supported versions",),
+         files=python_versions, fixes="a replace edit", names="python"),
     Trap("extension-behind-argv", "extensions built only for a command pip never runs",
          "setup.py adds its extensions only when sys.argv names build_ext (or install, develop); pip's backend runs "
          "bdist_wheel, so the wheel comes out without them: the test is made true",

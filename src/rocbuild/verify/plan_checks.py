@@ -108,11 +108,12 @@ class Checker:
         if not result.ok:
             codes = [(str(x.code), f"{Path(where).name}: {x.message}") for i in result.inputs
                      for where, x in i.all_findings() if x.problem]
-            from rocbuild.draft.report import diagnose_findings, trap_lines  # a failure's report only
+            from rocbuild.draft.report import cpu_path_said, diagnose_findings, trap_lines  # a failure's report only
 
             hits = diagnose_findings(codes, report_context(self.plan))
+            said = cpu_path_said(codes, sorted(p for p in self.log.parent.glob("*.log") if p != self.log))
             raise StepFailed(f"{label}: {result.problems[0]}",
-                             hint="\n".join(["- " + p for p in result.problems] + trap_lines(hits))
+                             hint="\n".join(["- " + p for p in result.problems] + said + trap_lines(hits))
                              + f"\nreport: {self.log}\n{KEPT_OUT}", report=hits, log=self.log)
         files = sum(1 for i in result.inputs for f in i.files if f.info.bundles)
         self.progress.done(label, started, f"device code in {files} file(s); nothing links CUDA")
