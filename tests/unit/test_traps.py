@@ -1191,21 +1191,21 @@ def test_a_cuda_arch_variable_read_before_the_gpu_is_asked_is_set(tmp_path):
     assert "cuda-arch-before-probe" not in _seen(t)
 
 
-def test_an_unused_bf16_include_in_a_host_source_becomes_a_comment(tmp_path):
-    # ista-daslab-optimizers-cuda 1.1.0: its .cpp bindings include cuda_bf16.h and use nothing of it; hipify makes
+def test_hip_bf16_header_reached_by_a_host_source_makes_clang_the_host_compiler(tmp_path):
+    # ista-daslab-optimizers-cuda 1.1.0: its .cpp bindings include utils.h, which includes cuda_bf16.h; hipify makes
     # it hip/hip_bf16.h, which g++ cannot read (ROCm 7.2: static assertion failed on __bf16_2)
-    include = "#include <cuda_bf16.h>"
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
-                                "tools.cpp": f"#include <torch/extension.h>\n{include}\nint sm_count();\n",
-                                "uses.cpp": f"{include}\nvoid f(__nv_bfloat16* p);\n",  # uses it: left to fail
-                                "k.cu": f"{include}\n__global__ void k(__nv_bfloat16* p) {{}}\n"})  # HIP's clang reads it
+                                "kernels/tools/tools.cpp": '#include <torch/extension.h>\n#include "../utils.h"\n',
+                                "kernels/utils.h": '#pragma once\n#include "types.h"\n',
+                                "kernels/types.h": "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 bfloat16;\n",
+                                "kernels/k.cu": "#include <cuda_bf16.h>\n"})
     hit = _only_hit(t, "bf16-header-for-host-compiler")
-    assert hit.evidence.where == "tools.cpp:2"
-    assert [(e.file, e.find) for e in hit.fix.edits] == [("tools.cpp", include)]  # type: ignore[union-attr]
-    _drafted(t)
-    assert (t / "tools.cpp").read_text().splitlines()[1].startswith(f"// {include}  // rocbuild: ")
-    assert (t / "uses.cpp").read_text().startswith(include) and (t / "k.cu").read_text().startswith(include)
-    assert "bf16-header-for-host-compiler" not in _seen(t)  # once is enough: the comment is no include
+    assert (hit.evidence.where, hit.evidence.text) == ("kernels/tools/tools.cpp:2", '#include "../utils.h"')
+    assert hit.fix == SetEnv("CXX", "${{ rocm.hip_compiler }}")
+    # only device sources (hipcc's) include it, or a host source includes a header that does not: nothing to do
+    for files in ({"kernels/k.cu": "#include <cuda_bf16.h>\n", "a.cpp": '#include "b.h"\n', "b.h": "int b();\n"},
+                  {"a.cpp": '#include "a.cpp"\n#include "missing.h"\n'}):  # a cycle and a header not in the tree
+        assert "bf16-header-for-host-compiler" not in _seen(tree(tmp_path / str(len(files)), files))
 
 
 def test_half_that_cublas_brought_gets_the_fp16_header_where_cublas_is_included(tmp_path):
@@ -1261,3 +1261,17 @@ def test_a_cpu_only_build_shows_what_the_build_said_of_its_cpu_path(tmp_path):
                     "libraries.  Building CPU-only.",
                     "the build said (02-wheel.log:11): CUDA not available: skipping the CUDA ops"]
     assert cpu_path_said([("cuda_linked", "m.so links libcudart")], [log]) == []  # not a CPU-only finding
+
+
+def test_cusolver_status_names_become_hipsolvers(tmp_path):
+    # cuda-moea 0.2.0: `cusolverStatus_t status = cusolverDnCreate(&handle_); if (status != CUSOLVER_STATUS_SUCCESS)`;
+    # torch's hipify maps the call and leaves the status names
+    t = tree(tmp_path / "src", {"CMakeLists.txt": "project(m CXX CUDA)\n",
+                                "m.cu": "cusolverStatus_t status = cusolverDnCreate(&handle_);\n"
+                                        "if (status != CUSOLVER_STATUS_SUCCESS || s == CUSOLVER_STATUS_ZERO_PIVOT) {}\n"})
+    hit = _only_hit(t, "cusolver-status-names")
+    assert hit.evidence.where == "m.cu:1" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
+    _drafted(t)
+    assert (t / "m.cu").read_text() == ("hipsolverStatus_t status = cusolverDnCreate(&handle_);\n"
+                                        "if (status != HIPSOLVER_STATUS_SUCCESS || s == HIPSOLVER_STATUS_ZERO_PIVOT) {}\n")
+    assert "cusolver-status-names" not in _seen(t)

@@ -4,6 +4,7 @@ one SourceEdit per place, as the other source edits do."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -11,26 +12,35 @@ from rocbuild.draft.masks import SourceEdit, line_of
 
 # What a torch extension's build hands the host compiler (g++), never HIP's clang.
 HOST_SOURCES = (".cpp", ".cc", ".cxx")
-BF16_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:cuda_bf16\.h|hip/hip_bf16\.h)[>\"][^\n]*$", re.MULTILINE)
-BF16_DROPPED = "  // rocbuild: unused here, and g++ cannot read HIP's bf16 header"
+BF16_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:cuda_bf16\.h|hip/hip_bf16\.h)[>\"]", re.MULTILINE)
+LOCAL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*\"(?P<path>[^\"]+)\"", re.MULTILINE)
 
 
-def host_bf16_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
-    """Each include of CUDA's bf16 header (or HIP's) in a host source that uses none of its names (no
-    `bfloat16` in it), as a comment. ROCm 7's hip_bf16.h is written for HIP's compiler: under g++ its
-    static_assert on __bf16_2 fails and __builtin_elementwise_fma is undeclared (ista-daslab-optimizers-cuda,
-    whose .cpp bindings include cuda_bf16.h and use nothing of it). A host source that does use it is left
-    to fail, and named."""
-    found: list[SourceEdit] = []
+def host_bf16_include(texts: Mapping[str, str]) -> SourceEdit | None:
+    """The first host source that includes CUDA's bf16 header (or HIP's), itself or through the tree's own headers
+    (ista-daslab-optimizers-cuda's .cpp bindings include utils.h, which includes cuda_bf16.h): the include line in
+    that source. ROCm 7's hip_bf16.h is written for clang: under g++ its static_assert on __bf16_2 fails."""
     for rel, text in texts.items():
         if not rel.endswith(HOST_SOURCES):
             continue
-        match = BF16_INCLUDE.search(text)
-        if match is None or "bfloat16" in BF16_INCLUDE.sub("", text):
-            continue
-        whole = match.group(0).strip()
-        found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole, f"// {whole}{BF16_DROPPED}", False))
-    return found
+        for match in [BF16_INCLUDE.search(text), *LOCAL_INCLUDE.finditer(text)]:
+            if match is None:
+                continue
+            if match.re is BF16_INCLUDE or _reaches_bf16(texts, rel, match.group("path"), set()):
+                line = line_of(text, match.start())
+                return SourceEdit(rel, line, text.splitlines()[line - 1].strip(), "", "", False)
+    return None
+
+
+def _reaches_bf16(texts: Mapping[str, str], includer: str, path: str, seen: set[str]) -> bool:
+    """Whether the tree's header `path`, included by `includer`, includes the bf16 header, itself or further down."""
+    rel = os.path.normpath(os.path.join(os.path.dirname(includer), path))
+    if rel in seen or rel not in texts or len(seen) > 64:
+        return False
+    seen.add(rel)
+    text = texts[rel]
+    return BF16_INCLUDE.search(text) is not None or any(
+        _reaches_bf16(texts, rel, m.group("path"), seen) for m in LOCAL_INCLUDE.finditer(text))
 
 
 CUBLAS_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:cublas_v2|cublas|cublasLt|cublas_api)\.h[>\"][^\n]*$",

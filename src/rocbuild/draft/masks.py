@@ -198,6 +198,27 @@ def cucomplex_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# cuSOLVER's status type and codes, which torch's hipify leaves as they are (it maps cuSOLVER's handles and calls
+# to hipSOLVER's); hipsolver.h declares each under the HIP prefix (cuda-moea's `cusolverStatus_t status =
+# hipsolverDnCreate(&handle_)`).
+CUSOLVER_STATUS = ((re.compile(r"\bcu(solverStatus_t)\b"), r"hip\1"),
+                   (re.compile(r"\bCU(SOLVER_STATUS_(?:SUCCESS|NOT_INITIALIZED|ALLOC_FAILED|INVALID_VALUE|ARCH_MISMATCH"
+                               r"|MAPPING_ERROR|EXECUTION_FAILED|INTERNAL_ERROR|NOT_SUPPORTED|ZERO_PIVOT"
+                               r"|MATRIX_TYPE_NOT_SUPPORTED))\b"), r"HIP\1"))
+
+
+def cusolver_status_names(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that uses cuSOLVER's status names, as one regex edit per form to hipSOLVER's."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        for pattern, name in CUSOLVER_STATUS:
+            first = pattern.search(text)
+            if first is not None:
+                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
+                                        name, True))
+    return found
+
+
 def read_sources(tree: Path) -> dict[str, str]:
     """The tree's sources (sources()) as relative path -> text, read once for every detector."""
     texts: dict[str, str] = {}

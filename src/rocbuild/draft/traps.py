@@ -30,7 +30,7 @@ from rocbuild.draft.fixes import (
     RunFirst,
     SetEnv,
 )
-from rocbuild.draft.headers import cublas_fp16_includes, host_bf16_includes
+from rocbuild.draft.headers import cublas_fp16_includes, host_bf16_include
 from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
@@ -39,6 +39,7 @@ from rocbuild.draft.masks import (
     cg_reduce_includes,
     cucomplex_names,
     cuda_includes,
+    cusolver_status_names,
     find_masks,
     hip_forms,
     hipified,
@@ -537,9 +538,10 @@ def lane_mask_variables(files: BuildFiles) -> Evidence | None:
 
 
 def host_bf16(files: BuildFiles) -> Evidence | None:
-    """An include of CUDA's bf16 header (or HIP's) in a .cpp source, which the host compiler builds, that uses
-    none of its names."""
-    return _in_sources(host_bf16_includes(files.sources))
+    """A .cpp source, which the host compiler builds, that includes CUDA's bf16 header (or HIP's), itself or through
+    the tree's own headers."""
+    found = host_bf16_include(files.sources)
+    return Evidence(f"{found.file}:{found.line}", found.text, None, found.file) if found else None
 
 
 def cublas_half(files: BuildFiles) -> Evidence | None:
@@ -575,6 +577,12 @@ def renamed_api(files: BuildFiles) -> Evidence | None:
 def cucomplex(files: BuildFiles) -> Evidence | None:
     """cuComplex's names (cuFloatComplex, cuCrealf, make_cuFloatComplex), in any C++/CUDA source of the tree."""
     return _in_sources(cucomplex_names(files.sources))
+
+
+def cusolver_status(files: BuildFiles) -> Evidence | None:
+    """cuSOLVER's status type or codes (cusolverStatus_t, CUSOLVER_STATUS_SUCCESS), in any C++/CUDA source of the
+    tree."""
+    return _in_sources(cusolver_status_names(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -961,6 +969,10 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
                  first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
 
 
+def _host_clang(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    return SetEnv("CXX", "${{ rocm.hip_compiler }}") if files is not None else None
+
+
 def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     """The target python's version added to the list (where it is listed already, twice does no harm)."""
     if files is None or files.value is None or files.file is None:
@@ -1203,13 +1215,13 @@ TRAPS: tuple[Trap, ...] = (
               r"unknown type name '(?P<value>nv_bfloat162?)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
-    Trap("bf16-header-for-host-compiler", "HIP's bf16 header included by a source the host compiler builds",
-         "ROCm 7's hip_bf16.h (what hipify makes of cuda_bf16.h) is written for HIP's compiler: under g++ its "
-         "static_assert on __bf16_2 fails and __builtin_elementwise_fma is undeclared. torch's build hands .cpp "
-         "files to g++; where such a file includes the header and uses none of it, the include becomes a comment, "
-         "one edit per file. A host source that does use bf16 needs a hand edit",
-         _source_edits("drop the bf16 include that g++ cannot read, where nothing uses it"),
-         log=(r"hip/amd_detail/amd_hip_bf16\.h:\d+:\d+: error: ",), files=host_bf16, fixes="replace edits"),
+    Trap("bf16-header-for-host-compiler", "HIP's bf16 header read by the host compiler",
+         "ROCm 7's hip_bf16.h (what hipify makes of cuda_bf16.h) is written for clang: under g++ its static_assert "
+         "on __bf16_2 fails and __builtin_elementwise_fma is undeclared, while CUDA's header serves g++ too. torch's "
+         "build hands .cpp files to the host compiler, so where one includes the header (itself or through the "
+         "tree's headers) the host compiler is ROCm's clang++, which reads it",
+         _host_clang, log=(r"hip/amd_detail/amd_hip_bf16\.h:\d+:\d+: error: ",), files=host_bf16,
+         fixes="an env value"),
     Trap("fp16-from-cublas", "half taken from cuBLAS's header, which hipBLAS's does not bring",
          "cuBLAS's cublas_api.h includes cuda_fp16.h, so CUDA sources that include cuBLAS get `half` with it; "
          "hipBLAS's header, which hipify puts in its place, does not include hip_fp16.h. Each file that includes "
@@ -1224,6 +1236,14 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"unknown type name '(?P<value>cu(?:Float|Double)?Complex)'",
               r"use of undeclared identifier '(?P<value>(?:make_)?cu(?:C\w+|FloatComplex|DoubleComplex))'"),
          files=cucomplex, fixes="replace edits", names="name"),
+    Trap("cusolver-status-names", "cuSOLVER's status names, which hipify leaves",
+         "torch's hipify maps cuSOLVER's handles and calls to hipSOLVER's (cusolverDnCreate to hipsolverDnCreate) "
+         "but not its status type and codes (cusolverStatus_t, CUSOLVER_STATUS_SUCCESS); hipsolver.h declares each "
+         "under the HIP prefix: one regex edit per file and form",
+         _source_edits("rename cuSOLVER's status names to hipSOLVER's"),
+         log=(r"unknown type name '(?P<value>cusolverStatus_t)'",
+              r"use of undeclared identifier '(?P<value>CUSOLVER_STATUS_\w+)'"),
+         files=cusolver_status, fixes="replace edits", names="name"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
