@@ -1275,3 +1275,22 @@ def test_cusolver_status_names_become_hipsolvers(tmp_path):
     assert (t / "m.cu").read_text() == ("hipsolverStatus_t status = cusolverDnCreate(&handle_);\n"
                                         "if (status != HIPSOLVER_STATUS_SUCCESS || s == HIPSOLVER_STATUS_ZERO_PIVOT) {}\n")
     assert "cusolver-status-names" not in _seen(t)
+
+
+def test_cuda_flags_made_by_a_call_a_concatenation_or_a_comprehension_leave_valid_python(tmp_path):
+    # torch-baidu-ctc 0.3.0: `["-gencode", "arch=compute_{},code=sm_{}".format(a, b)]` and
+    # `.append("-ccbin=" + CC)`; bf16-fused-adam 0.1: `[f"--generate-code=arch=compute_{arch},code=sm_{arch}" for
+    # arch in ARCHS]`. Dropping the string alone left `[.format(a, b)]`, `append(+ CC)` and `[ for arch in ARCHS]`.
+    import ast
+
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\nflags = ['-O3']\nCC = os.getenv('CC')\n"
+             "if CC is not None:\n    args['nvcc'].append('-ccbin=' + CC)\n"
+             "flags.extend(['-gencode', 'arch=compute_{},code=sm_{}'.format(a, b)])\n"
+             "arch_flags = flags + [\n    f'--generate-code=arch=compute_{arch},code=sm_{arch}'\n"
+             "    for arch in ARCHS\n]\nCUDAExtension('e', ['e.cu'], extra_compile_args={'nvcc': arch_flags})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "e.cu": "__global__ void k() {}\n"})
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    ast.parse(out)
+    assert "gencode" not in out and "generate-code" not in out and "ccbin" not in out
+    assert "if CC is not None:\n    pass\n" in out and "flags.extend([])" in out and "arch_flags = flags + [" in out

@@ -18,7 +18,7 @@ from pathlib import Path
 from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
-                       r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--gpu-architecture\b.*"
+                       r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--generate-code\b.*|--gpu-architecture\b.*"
                        r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*"
                        r"|-?-maxrregcount\b.*|--threads\b.*|--default-stream\b.*|-Xcompiler\b.*|--compiler-options\b.*"
                        r"|-ccbin\b.*|--fmad\b.*|--prec-(?:div|sqrt)\b.*|-?-ftz\b.*|-?-res-usage|--resource-usage"

@@ -1054,17 +1054,26 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # option that takes one (`"--threads", "2"`): the list stays a list, and no value is left for clang.
     # (or a variable holding it, torch-lap-cuda's `["--threads", nvcc_threads]`)
     # A pass-through option's value is another tool's flag: `"-Xcompiler", "-fopenmp"`.
+    # A value made by a call (torch-baidu-ctc's `"arch=compute_{},code=sm_{}".format(a, b)`) goes with its call;
+    # a flag made by concatenation (`"-ccbin=" + CC`) with what it is concatenated with.
+    tail = r"""(?:\s*\.\s*format\s*\([^()]*\)|\s*%\s*(?:\([^()]*\)|[A-Za-z_]\w*))?"""
+    concat = r"""(?:\s*\+\s*(?:[A-Za-z_][\w.]*|["'][^"']*["']))*"""
     value = (r"""(?:\s*,\s*["'][^"']*["'])?""" if files.value in PASSED_ON else
-             r"""(?:\s*,\s*(?:["'][^-"'][^"']*["']|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS else "")
+             rf"""(?:\s*,\s*(?:["'][^-"'][^"']*["']{tail}|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS
+             else "")
+    item = rf"""{quote}{flag}["']{concat}{tail}"""
     # apex's setup.py and its copies append a flag and its value one statement each
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
     # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
     says = f"drop {files.value}{' and its value' if value else ''} from {files.file}"
-    statement = rf"""\w+\.append\(\s*{quote}{flag}["']\s*\)"""
+    statement = rf"""[\w.]+(?:\[[^\]\n]*\])*\.append\(\s*{item}\s*\)"""
     if re.search(statement, files.text):
         pair = rf"""(?:[ \t]*\n[ \t]*\w+\.append\(\s*{quote}[^-"'][^"']*["']\s*\))?""" if value else ""
         return ReplaceText(files.file, statement + pair, "pass", regex=True, says=says)
-    return ReplaceText(files.file, rf"""(?:,\s*{quote}{flag}["']{value}|{quote}{flag}["']{value}\s*,?\s*)""", "",
+    # A list made by a comprehension of the flag (bf16-fused-adam's `[f"--generate-code=...{arch}" for arch in
+    # ARCHS]`) is left an empty list.
+    comprehension = rf"""{item}\s+for\s+[\w, ]+\s+in\s+[^\[\]]+?(?=\s*\])"""
+    return ReplaceText(files.file, rf"""(?:{comprehension}|,\s*{item}{value}|{item}{value}\s*,?\s*)""", "",
                        regex=True, says=says)
 
 
