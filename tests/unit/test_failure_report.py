@@ -75,6 +75,7 @@ FAMILIES = {
                                "bf16-header-for-host-compiler"),
     "python-version-list.log": ("cmake", "CMake Error at cmake/utils.cmake:15 (message)", "python-version-allow-list"),
     "fp16-from-cublas.log": ("compiler", "use of undeclared identifier 'half'", "fp16-from-cublas"),
+    "kernel-launch-spaced.log": ("compiler", "simple_knn.hip:223:18: error: expected expression", "kernel-launch-spaced"),
     "cmake-cuda-compiler-check.log": ("cmake", "CMakeDetermineCompilerId.cmake:934", "cmake-cuda-only"),
     "cmake-cuda-tool.log": ("cmake", "CMake Error at CMakeLists.txt:134 (find_program)", "cuda-feature-missing"),
     "vendored-library-hipified.log": ("compiler", 'error: "GLM requires CUDA 7.0 or higher"', "vendored-library-hipified"),
@@ -247,6 +248,20 @@ def test_a_cuda_feature_hip_lacks_is_not_taken_for_a_missing_rocm_package():
     assert not any("rocm-package-missing" in line for line in shown)
     # a ROCm header that is only not installed still is one
     assert any("known trap rocm-package-missing" in line for line in rendered("rocm-header-missing.log"))
+
+
+def test_a_header_of_its_own_named_by_a_relative_path_is_one_the_sdist_lacks():
+    # tvdcn 1.1.0: ops/autocast/deform_conv2d_kernel.cpp includes "../deform_conv2d.h", never packed; a library's
+    # header in a folder of its own (glm/glm.hpp) is no such header
+    from rocbuild.draft.traps import in_log
+
+    def traps(line: str) -> list[str]:
+        return [h.trap.id for h in in_log([(1, line)], None)]
+
+    assert "sdist-incomplete" in traps("src/ops/autocast/k.cpp:4:10: fatal error: ../deform_conv2d.h: No such file or "
+                                       "directory")
+    assert "sdist-incomplete" in traps("k.hip:4:10: fatal error: '../../common/util.cuh' file not found")
+    assert "sdist-incomplete" not in traps("k.cu:3:10: fatal error: glm/glm.hpp: No such file or directory")
 
 
 def test_a_package_cmake_only_warned_about_is_not_taken_for_the_cause():

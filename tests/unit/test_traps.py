@@ -604,6 +604,17 @@ def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     assert "cuda-toolkit-test" not in {h.trap.id for h in in_build_files(rocm_files)}
 
 
+def test_a_cuda_torch_told_by_its_version_label_passes_too(tmp_path):
+    # megablocks 0.10.0: `if 'cu' in torch.__version__ and CUDA_HOME is not None:`, else "No CUDA devices"
+    setup = ("import torch\nfrom torch.utils.cpp_extension import CUDA_HOME, CUDAExtension\next_modules = []\n"
+             "if 'cu' in torch.__version__ and CUDA_HOME is not None:\n"
+             "    ext_modules = [CUDAExtension('m', ['k.cu'])]\nelif CUDA_HOME is None:\n    pass\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    assert "cuda-toolkit-test" in _seen(t)
+    _drafted(t)
+    assert "if True and True:" in (t / "setup.py").read_text()
+
+
 def test_an_nvcc_asked_for_its_version_and_found_on_path_gets_both_fixes_in_an_order_that_applies(tmp_path):
     # fussim 0.3.1: `nvcc --version` (bytes) read for CUDA's version, `shutil.which("nvcc")` for the build, and
     # -gencode flags appended as f-strings
@@ -1294,3 +1305,20 @@ def test_cuda_flags_made_by_a_call_a_concatenation_or_a_comprehension_leave_vali
     ast.parse(out)
     assert "gencode" not in out and "generate-code" not in out and "ccbin" not in out
     assert "if CC is not None:\n    pass\n" in out and "flags.extend([])" in out and "arch_flags = flags + [" in out
+
+
+def test_a_kernel_launch_spaced_inside_its_chevrons_is_written_together(tmp_path):
+    # gaussian-splatting 2.11.0's simple-knn: `coord2Morton << <(P + 255) / 256, 256 >> > (P, points, ...)`
+    kernel = ("void f() {\n  coord2Morton << <(P + 255) / 256, 256 >> > (P, points, minn, maxx);\n"
+              "  boxMinMax << <num_boxes, BOX_SIZE >> > (P, points);\n  k<float> << < g, b >> >(x);\n"
+              "  ok<<<g, b>>>(x);\n  int s = a << 2;\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "knn.cu": kernel,
+                                "host.cpp": "void g() { x << <y >> > (z); }\n"})  # not CUDA: left
+    hit = _only_hit(t, "kernel-launch-spaced")
+    assert hit.evidence.where == "knn.cu:2" and len(hit.fix.edits) == 1  # type: ignore[union-attr]
+    _drafted(t)
+    assert (t / "knn.cu").read_text() == (
+        "void f() {\n  coord2Morton<<<(P + 255) / 256, 256 >>>(P, points, minn, maxx);\n"
+        "  boxMinMax<<<num_boxes, BOX_SIZE >>>(P, points);\n  k<float><<< g, b >>>(x);\n"
+        "  ok<<<g, b>>>(x);\n  int s = a << 2;\n}\n")
+    assert "kernel-launch-spaced" not in _seen(t)

@@ -219,6 +219,24 @@ def cusolver_status_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# A kernel launch written with spaces inside its chevrons (simple-knn's `coord2Morton << <(P + 255) / 256, 256 >> >
+# (...)`, as Visual Studio formats it): nvcc takes it; hipify leaves it and clang reads `<< <` as a shift. Written
+# `k<<<grid, block>>>(...)`, which both take.
+SPACED_LAUNCH = re.compile(r"(?P<k>\b[A-Za-z_][\w:]*(?:\s*<[^<>;()]*>)?)\s*(?:<<\s+<|<\s+<\s*<)(?P<cfg>[^;<>]*?)"
+                           r"(?:>>\s+>|>\s+>\s*>|>>>)\s*\(")
+
+
+def spaced_launches(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each CUDA file with a kernel launch spaced inside its chevrons, as one regex edit to `<<<...>>>`."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        first = SPACED_LAUNCH.search(text) if rel.endswith((".cu", ".cuh")) else None
+        if first is not None:
+            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), SPACED_LAUNCH.pattern,
+                                    r"\g<k><<<\g<cfg>>>>(", True))
+    return found
+
+
 def read_sources(tree: Path) -> dict[str, str]:
     """The tree's sources (sources()) as relative path -> text, read once for every detector."""
     texts: dict[str, str] = {}

@@ -47,6 +47,7 @@ from rocbuild.draft.masks import (
     read_sources,
     renamed_torch_api,
     rounding_intrinsics,
+    spaced_launches,
     variable_masks,
     vector_helpers,
     vendored_hip_headers,
@@ -245,7 +246,9 @@ def _block(lines: list[str], number: int) -> list[str]:
 # What a ROCm torch says to a setup.py that tests for CUDA's toolkit: neither is set, and cpp_extension
 # hipifies and compiles the CUDA sources all the same.
 TOOLKIT_TESTS = {"CUDA_HOME is not None": "True", "torch.version.cuda is not None": "True",
-                 "CUDA_HOME is None": "False", "torch.version.cuda is None": "False"}
+                 "CUDA_HOME is None": "False", "torch.version.cuda is None": "False",
+                 # a CUDA torch told by its version's local label (megablocks': `'cu' in torch.__version__`)
+                 **{f"{q}{tag}{q} in torch.__version__": "True" for q in "'\"" for tag in ("cu", "+cu")}}
 
 
 # A CUDA arch variable of setup.py's own, read before it asks the GPU (mhc-cuda's CUDA_ARCH, then
@@ -583,6 +586,11 @@ def cusolver_status(files: BuildFiles) -> Evidence | None:
     """cuSOLVER's status type or codes (cusolverStatus_t, CUSOLVER_STATUS_SUCCESS), in any C++/CUDA source of the
     tree."""
     return _in_sources(cusolver_status_names(files.sources))
+
+
+def launches_spaced(files: BuildFiles) -> Evidence | None:
+    """A kernel launch spaced inside its chevrons (`k << <grid, block >> > (...)`), in any CUDA source of the tree."""
+    return _in_sources(spaced_launches(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -1149,8 +1157,9 @@ TRAPS: tuple[Trap, ...] = (
          "reached; a ROCm torch takes its archs from PYTORCH_ROCM_ARCH all the same", _set_from_files,
          files=arch_before_probe, fixes="an env value"),
     Trap("cuda-toolkit-test", "CUDA's toolkit asked for by setup.py",
-         "setup.py builds its CUDA extension only where CUDA_HOME or torch.version.cuda is set, and both are None "
-         "on a ROCm torch, whose cpp_extension hipifies and compiles the same sources: the tests are made to pass",
+         "setup.py builds its CUDA extension only where CUDA_HOME or torch.version.cuda is set, or torch's version "
+         "says +cu; on a ROCm torch both are None and its version says +rocm, and its cpp_extension hipifies and "
+         "compiles the same sources: the tests are made to pass",
          _toolkit_tests, log=(r"(?i)requires? (?:a )?CUDA[- ]enabled (?:PyTorch|torch)",), findings=CPU_ONLY,
          files=cuda_toolkit_tests, fixes="replace edits"),
     Trap("nvcc-version-probe", "nvcc asked for CUDA's version",
@@ -1253,6 +1262,12 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"unknown type name '(?P<value>cusolverStatus_t)'",
               r"use of undeclared identifier '(?P<value>CUSOLVER_STATUS_\w+)'"),
          files=cusolver_status, fixes="replace edits", names="name"),
+    Trap("kernel-launch-spaced", "a kernel launch spaced inside its chevrons",
+         "nvcc takes `k << <grid, block >> > (args)` (simple-knn's, formatted by Visual Studio, copied into many "
+         "Gaussian-splatting packages); hipify leaves it, and clang reads `<< <` as a shift and stops at `expected "
+         "expression`: each launch is written `k<<<grid, block>>>(args)`, one regex edit per file",
+         _source_edits("write spaced kernel launches as <<<...>>>"),
+         log=(r"\|\s.*\b\w+\s*<<\s+<[^;]*>>\s+>\s*\(",), files=launches_spaced, fixes="replace edits"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
@@ -1438,7 +1453,10 @@ TRAPS: tuple[Trap, ...] = (
                                    r"fatal error: '?(?!(?:cuda|cu[a-z]+|nv|device_|sm_\d|crt|mma|thrust|cub)\w*\.)"
                                    r"(?!(?:math|std\w+|string|limits|float|assert|errno|time|ctype|wchar|signal|fenv"
                                    r"|complex|inttypes|unistd|pthread|omp|malloc|alloca)\.h\b)"
-                                   r"(?P<value>[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)"),
+                                   r"(?P<value>(?:\.\.?/)*[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)",
+                                   # or beside it, named by a relative path (tvdcn's "../deform_conv2d.h")
+                                   r"fatal error: '?(?P<value>(?:\.\.?/)+[\w.-]+(?:/[\w.-]+)*\.(?:h|hpp|cuh))'?:? "
+                                   r"(?:file not found|No such file)"),
          draft=False, fixes="by hand", names="file"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
