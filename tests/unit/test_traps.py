@@ -581,6 +581,19 @@ def test_a_removed_torch_macro_is_renamed_in_every_source_that_calls_it(tmp_path
     assert "TORCH_CHECK(y.is_cuda()" in (t / "b.cu").read_text() and "MY_AT_CHECK(1)" in (t / "b.cu").read_text()
 
 
+def test_dispatch_on_a_tensors_type_dispatches_on_its_scalar_type(tmp_path):
+    # svox 0.2.32: AT_DISPATCH_FLOATING_TYPES(data.type(), ...), which torch 2.14's macros no longer convert
+    k = ('void f(at::Tensor data, at::Tensor o) {\n  AT_DISPATCH_FLOATING_TYPES(data.type(), "f", [&] { g(); });\n'
+         '  AT_DISPATCH_FLOATING_TYPES_AND_HALF(o.scalar_type(), "g", [&] {});\n'
+         '  AT_DISPATCH_FLOATING_TYPES(tree.data.type(), __FUNCTION__, [&] { h(o.type().is_cuda()); });\n}\n')
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": k})
+    hit = _only_hit(t, "torch-api-renamed")
+    assert hit.evidence.where == "k.cu:2"
+    _drafted(t)
+    assert (t / "k.cu").read_text() == k.replace("data.type(),", "data.scalar_type(),")  # is_cuda() on type() stays
+    assert "torch-api-renamed" not in _seen(t)
+
+
 def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
     # torch-ms-deform-attn 0.1.1: FORCE_CUDA, then a refusal unless CUDA_HOME and torch.version.cuda are set
     setup = ("import os, torch\nfrom torch.utils.cpp_extension import CUDA_HOME, CUDAExtension, CppExtension\n"
@@ -1322,3 +1335,20 @@ def test_a_kernel_launch_spaced_inside_its_chevrons_is_written_together(tmp_path
         "  boxMinMax<<<num_boxes, BOX_SIZE >>>(P, points);\n  k<float><<< g, b >>>(x);\n"
         "  ok<<<g, b>>>(x);\n  int s = a << 2;\n}\n")
     assert "kernel-launch-spaced" not in _seen(t)
+
+
+def test_a_float_atomic_max_of_its_own_is_guarded_out_for_hip(tmp_path):
+    # svox 0.2.32: `__device__ inline void atomicMax(float* result, float value){ ... do { } while (...); }`, and a
+    # double one; HIP's runtime declares both, returning float
+    body = ("__device__ inline void atomicMax(float* result, float value){\n    unsigned old = 0, assumed;\n"
+            "    do {\n        assumed = old; // }\n    } while (old != assumed);\n    return;\n}\n")
+    double = "static __device__ double atomicMin(double* a, double v) { return v; }\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "common.cuh": f"#pragma once\n{body}\n{double}__device__ int atomicMax(int* a, int v);\n"})
+    hit = _only_hit(t, "atomic-redefined")
+    assert hit.evidence.where == "common.cuh:2" and len(hit.fix.edits) == 2  # type: ignore[union-attr]
+    _drafted(t)
+    guard = "#if !defined(__HIP_PLATFORM_AMD__)  // rocbuild: HIP's runtime defines this atomic"
+    assert (t / "common.cuh").read_text() == (f"#pragma once\n{guard}\n{body.rstrip()}\n#endif\n\n{guard}\n"
+                                              f"{double.rstrip()}\n#endif\n__device__ int atomicMax(int* a, int v);\n")
+    assert "atomic-redefined" not in _seen(t)

@@ -177,7 +177,16 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
             number = line_of(text, first.start())
             found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), rf"\b{name}\b(?=\s*\()",
                                     RENAMED_TORCH_API[name], True))
+        dispatch = DISPATCH_ON_TYPE.search(text)
+        if dispatch is not None:
+            found.append(SourceEdit(rel, line_of(text, dispatch.start()), _text(text, dispatch.start()),
+                                    DISPATCH_ON_TYPE.pattern, r"\g<head>.scalar_type(),", True))
     return found
+
+
+# AT_DISPATCH_*(x.type(), ...): dispatch on a tensor's DeprecatedTypeProperties, whose conversion to ScalarType
+# torch 2.14's dispatch macros no longer take (svox 0.2.32); x.scalar_type() is what they dispatch on.
+DISPATCH_ON_TYPE = re.compile(r"(?P<head>\bAT_DISPATCH_\w+\s*\(\s*[^,;]*?)\.type\(\)\s*,")
 
 
 # cuComplex's names, which hipify leaves as they are (it maps the header and cuComplex alone); HIP's
@@ -450,6 +459,40 @@ def cg_reduce_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
             whole = match.group(0).strip()
             found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole, CG_REDUCE, False))
     return found
+
+
+# A float or double atomicMax/atomicMin of the package's own (svox's, by atomicCAS: CUDA has none for floats). HIP
+# declares both, returning the old value, so a definition returning void cannot overload it, and one returning
+# float redefines it: the package's is guarded out for HIP, whose own does the same.
+ATOMIC_DEFINITION = re.compile(r"^[ \t]*(?:(?:static|inline|__inline__|__forceinline__|__device__)[ \t]+)+"
+                               r"(?:void|float|double)[ \t]+atomic(?:Max|Min)[ \t]*\([ \t]*(?:float|double)[ \t]*\*[^)]*\)"
+                               r"[ \t]*\{", re.MULTILINE)
+ATOMIC_GUARD = "#if !defined(__HIP_PLATFORM_AMD__)  // rocbuild: HIP's runtime defines this atomic"
+
+
+def atomic_overloads(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each definition of a float or double atomicMax/atomicMin, as the same definition guarded out for HIP."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        for match in ATOMIC_DEFINITION.finditer(text):
+            end = closing_brace(text, match.end() - 1)
+            if end is None or text[:match.start()].rstrip().endswith(ATOMIC_GUARD):
+                continue
+            whole = text[match.start():end + 1]
+            found.append(SourceEdit(rel, line_of(text, match.start()), _text(text, match.start()), whole,
+                                    f"{ATOMIC_GUARD}\n{whole}\n#endif", False))
+    return found
+
+
+def closing_brace(text: str, at: int) -> int | None:
+    """Where the brace opened at `at` closes, counting braces outside comments and quotes; None if it never does."""
+    depth = 0
+    for match in re.finditer(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|[{}]", text[at:], re.DOTALL):
+        token = match.group(0)
+        depth += 1 if token == "{" else -1 if token == "}" else 0
+        if depth == 0:
+            return at + match.start()
+    return None
 
 
 # CUDA calls HIP declares in another form, each rewritten to one that means the same to both: HIP's bf16 header

@@ -35,6 +35,7 @@ from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
     SourceEdit,
+    atomic_overloads,
     c10_hip_names,
     cg_reduce_includes,
     cucomplex_names,
@@ -591,6 +592,11 @@ def cusolver_status(files: BuildFiles) -> Evidence | None:
 def launches_spaced(files: BuildFiles) -> Evidence | None:
     """A kernel launch spaced inside its chevrons (`k << <grid, block >> > (...)`), in any CUDA source of the tree."""
     return _in_sources(spaced_launches(files.sources))
+
+
+def atomics_defined(files: BuildFiles) -> Evidence | None:
+    """A float or double atomicMax/atomicMin the package defines itself, in any C++/CUDA source of the tree."""
+    return _in_sources(atomic_overloads(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -1200,10 +1206,15 @@ TRAPS: tuple[Trap, ...] = (
              re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
          files=cuda_headers, fixes="replace edits"),
     Trap("torch-api-renamed", "a torch C++ name removed since, which has a successor",
-         "older extensions call torch macros that were removed (AT_CHECK, gone in torch 1.5); the name that took "
-         "its place (TORCH_CHECK) takes the same arguments, so each file gets one edit",
+         "older extensions call torch macros that were removed (AT_CHECK, gone in torch 1.5), or dispatch on "
+         "x.type(), which torch 2.14's AT_DISPATCH macros no longer convert; the name that took its place "
+         "(TORCH_CHECK, x.scalar_type()) takes the same arguments, so each file gets one edit per name",
          _source_edits("call torch's current names"), log=(r"use of undeclared identifier '(?P<value>AT_CHECK)'",
-                                                           r"'(?P<value>AT_CHECK)' was not declared in this scope"),
+                                                           r"'(?P<value>AT_CHECK)' was not declared in this scope",
+                                                           r"conversion from 'const (?P<value>DeprecatedTypeProperties)' "
+                                                           r"to '[\w:]*ScalarType'",
+                                                           r"cannot convert .const at::(?P<value>DeprecatedTypeProperties). "
+                                                           r"to .c10::ScalarType."),
          files=renamed_api, fixes="replace edits", names="removed name"),
     Trap("c10-hip-names-removed", "c10::hip's HIP names, which torch 2.11 dropped",
          "from torch 2.11 a ROCm torch's c10/hip headers keep CUDA's names (c10::cuda::CUDAGuard, CUDAStream, "
@@ -1268,6 +1279,13 @@ TRAPS: tuple[Trap, ...] = (
          "expression`: each launch is written `k<<<grid, block>>>(args)`, one regex edit per file",
          _source_edits("write spaced kernel launches as <<<...>>>"),
          log=(r"\|\s.*\b\w+\s*<<\s+<[^;]*>>\s+>\s*\(",), files=launches_spaced, fixes="replace edits"),
+    Trap("atomic-redefined", "a float atomicMax or atomicMin of its own, which HIP's runtime defines",
+         "CUDA has no atomicMax/atomicMin for float or double, so packages write their own with atomicCAS; HIP's "
+         "runtime declares both, returning the old value, so a definition returning void `cannot be overloaded` "
+         "(and one returning float redefines it). Each definition is guarded out for HIP, whose own does the same",
+         _source_edits("keep HIP's own float atomicMax/atomicMin"),
+         log=(r"\|\s.*\b(?P<value>atomic(?:Max|Min))\s*\(\s*(?:float|double)\s*\*",), files=atomics_defined,
+         fixes="replace edits", names="function"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
