@@ -1352,3 +1352,19 @@ def test_a_float_atomic_max_of_its_own_is_guarded_out_for_hip(tmp_path):
     assert (t / "common.cuh").read_text() == (f"#pragma once\n{guard}\n{body.rstrip()}\n#endif\n\n{guard}\n"
                                               f"{double.rstrip()}\n#endif\n__device__ int atomicMax(int* a, int v);\n")
     assert "atomic-redefined" not in _seen(t)
+
+
+def test_a_cmake_project_that_finds_torch_is_told_where_rocm_is(tmp_path):
+    # attention-kernels 0.2.0.post2: find_package(Torch) ran LoadHIP.cmake, which found no ROCM_PATH and no /opt/rocm
+    # ("Building without ROCm support"), then vLLM's CMake stopped: "Can't find CUDA or HIP installation."
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='a')\n",
+                                "CMakeLists.txt": "project(a CXX)\nfind_package(Torch REQUIRED)\n"})
+    hit = _only_hit(t, "torch-cmake-rocm-path")
+    assert hit.evidence.where == "CMakeLists.txt:2"
+    recipe = draft_recipe("a", "a==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    loaded = load_recipe_text(recipe, "a.yaml")
+    env = dict(loaded.steps[0].env)  # type: ignore[union-attr]
+    assert env["ROCM_PATH"].value == "${{ rocm.path }}" and env["ROCM_PATH"].when is None
+    assert env["HIP_DEVICE_LIB_PATH"].value == "${{ rocm.device_lib_dir }}"
+    assert env["HIP_DEVICE_LIB_PATH"].when == "${{ rocm.layout == 'distro' }}"
+    assert apply_fix(recipe, hit.fix, "again") == recipe  # written once  # type: ignore[arg-type]

@@ -118,25 +118,25 @@ def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
     """Into the wheel step's env (a torch extension's settings live there); else the recipe's env."""
     step = _wheel_step(lines)
     if step is None:
-        return _set_in_block(lines, "env", fix.name, quote(fix.value), note)
+        return _set_in_block(lines, "env", fix.name, fix.written(), note)
     dash, indent, end = step
     env = next((i for i in range(dash, end) if re.match(rf"^{' ' * indent}env:\s*(?:\{{\}})?\s*$", lines[i])), None)
     if env is None:
         return [*lines[:end], f"{' ' * indent}env:", f"{' ' * (indent + 2)}# {note}",
-                f"{' ' * (indent + 2)}{fix.name}: {quote(fix.value)}", *lines[end:]]
+                f"{' ' * (indent + 2)}{fix.name}: {fix.written()}", *lines[end:]]
     lines = [*lines[:env], f"{' ' * indent}env:", *lines[env + 1:]]
     child = indent + 2
     stop = next((i for i in range(env + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
                  and len(lines[i]) - len(lines[i].lstrip()) < child), end)
     for i in range(env + 1, stop):
         if re.match(rf"^\s*{re.escape(fix.name)}:", lines[i]):
-            if lines[i].split(":", 1)[1].split(" #")[0].strip() in (quote(fix.value), json.dumps(fix.value)):
+            if lines[i].split(":", 1)[1].split(" #")[0].strip() in (fix.written(), json.dumps(fix.value)):
                 return lines
-            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {quote(fix.value)}",
+            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {fix.written()}",
                     *lines[i + 1:]]
     last = max([i + 1 for i in range(env + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
                or [env + 1])
-    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {quote(fix.value)}", *lines[last:]]
+    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {fix.written()}", *lines[last:]]
 
 
 def _run_first(lines: list[str], step: RunFirst, note: str) -> list[str]:

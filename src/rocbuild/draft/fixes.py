@@ -14,12 +14,17 @@ class SetEnv:
 
     name: str
     value: str
+    when: str | None = None  # only where this renders true (a distro layout's variables)
 
     def yaml(self) -> list[str]:
-        return ["steps:", "  - wheel: {}", "    env:", f"      {self.name}: {quote(self.value)}"]
+        return ["steps:", "  - wheel: {}", "    env:", f"      {self.name}: {self.written()}"]
+
+    def written(self) -> str:
+        """The value as the recipe writes it: a scalar, or `{value: ..., when: ...}`."""
+        return quote(self.value) if self.when is None else f"{{value: {quote(self.value)}, when: {quote(self.when)}}}"
 
     def describe(self) -> str:
-        return f"set {self.name}={self.value} for the wheel step"
+        return f"set {self.name}={self.value} for the wheel step" + (f" (when {self.when})" if self.when else "")
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ class Edits:
         lines = ["patches:", *(line for edit in self.edits for line in edit.entry())]
         if self.env or self.first:
             lines += ["steps:", *(self.first.entry() if self.first else []), "  - wheel: {}"]
-            lines += ["    env:", *(f"      {e.name}: {quote(e.value)}" for e in self.env)] if self.env else []
+            lines += ["    env:", *(f"      {e.name}: {e.written()}" for e in self.env)] if self.env else []
         return lines
 
     def describe(self) -> str:

@@ -567,6 +567,14 @@ def python_versions(files: BuildFiles) -> Evidence | None:
     return None
 
 
+def torch_cmake(files: BuildFiles) -> Evidence | None:
+    """find_package(Torch) in the top CMakeLists.txt, where the build runs CMake (not a C++ API build beside a
+    setup.py that never runs it)."""
+    if files.torch is not None and not files.torch.cmake:
+        return None
+    return _cmake_line(files, r"^\s*find_package\s*\(\s*Torch\b", unless=r"(?!)")
+
+
 def other_forms(files: BuildFiles) -> Evidence | None:
     """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
     in any C++/CUDA/HIP source of the tree."""
@@ -985,6 +993,14 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
 
 def _host_clang(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     return SetEnv("CXX", "${{ rocm.hip_compiler }}") if files is not None else None
+
+
+def _rocm_for_load_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    distro = "${{ rocm.layout == 'distro' }}"
+    return Edits((), "tell torch's LoadHIP.cmake where ROCm is (and, on a distro layout, its clang and device "
+                     "libraries)",
+                 env=(SetEnv("ROCM_PATH", "${{ rocm.path }}"), SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}", distro),
+                      SetEnv("HIP_DEVICE_LIB_PATH", "${{ rocm.device_lib_dir }}", distro)))
 
 
 def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1410,6 +1426,13 @@ TRAPS: tuple[Trap, ...] = (
                                    r"|cuobjdump|nvdisasm)\b",
                                    r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm"),
          draft=False, fixes="by hand", names="CUDA feature"),
+    Trap("torch-cmake-rocm-path", "torch's CMake package, which looks for ROCm at ROCM_PATH or /opt/rocm only",
+         "a ROCm torch's find_package(Torch) runs its LoadHIP.cmake, which takes ROCm from ROCM_PATH or /opt/rocm; "
+         "elsewhere (a distro's ROCm under /usr) it says `Building without ROCm support`, HIP_FOUND stays false, and "
+         "the project takes its CUDA path or stops (vLLM's `Can't find CUDA or HIP installation`). ROCM_PATH is set; "
+         "on a distro layout clang's folder and the device libraries too, which ROCM_PATH=/usr would hide from clang",
+         _rocm_for_load_hip, log=(r"ROCM_PATH environment variable is not set and /opt/rocm does not exist",),
+         files=torch_cmake, fixes="env values"),
     Trap("python-version-allow-list", "a CMake list of the Python versions it accepts",
          "vLLM's CMake, and its forks', stops at configure on a Python its PYTHON_SUPPORTED_VERSIONS does not name "
          "(Python version (3.14) is not one of the supported versions), though nothing in the build depends on it; "
