@@ -1368,3 +1368,24 @@ def test_a_cmake_project_that_finds_torch_is_told_where_rocm_is(tmp_path):
     assert env["HIP_DEVICE_LIB_PATH"].value == "${{ rocm.device_lib_dir }}"
     assert env["HIP_DEVICE_LIB_PATH"].when == "${{ rocm.layout == 'distro' }}"
     assert apply_fix(recipe, hit.fix, "again") == recipe  # written once  # type: ignore[arg-type]
+
+
+def test_cub_names_hipify_leaves_and_cudas_math_constants_become_hips(tmp_path):
+    # cuda-moea 0.2.0: `cub::DoubleBuffer<ull>` beside hipify's hipcub::DeviceRadixSort, and math_constants.h's
+    # CUDART_INF_F; torch 2.14's hipify leaves both
+    t = tree(tmp_path / "src", {"CMakeLists.txt": "project(m CXX CUDA)\n",
+                                "sort.cu": "#include <cub/cub.cuh>\nvoid f() { cub::DoubleBuffer<int> b(x, y); "
+                                           "hipcub::DoubleBuffer<int> c; my::cub::x; }\n",
+                                "k.cu": '#include "math_constants.h"\nfloat a = CUDART_INF_F, b = CUDART_PI, '
+                                        "c = CUDART_VERSION;\n"})
+    assert len(_only_hit(t, "cub-names-left").fix.edits) == 1  # type: ignore[union-attr]
+    assert len(_only_hit(t, "cuda-math-constants").fix.edits) == 2  # type: ignore[union-attr]
+    _drafted(t)
+    assert (t / "sort.cu").read_text().splitlines()[1] == (
+        "void f() { hipcub::DoubleBuffer<int> b(x, y); hipcub::DoubleBuffer<int> c; my::cub::x; }")
+    assert (t / "k.cu").read_text() == ("#include <hip/hip_math_constants.h>\nfloat a = HIP_INF_F, b = HIP_PI, "
+                                        "c = CUDART_VERSION;\n")
+    seen = _seen(t)
+    assert "cub-names-left" not in seen and "cuda-math-constants" not in seen
+    # without CUB included, cub:: is someone else's
+    assert "cub-names-left" not in _seen(tree(tmp_path / "other", {"a.cu": "void f() { cub::x(); }\n"}))

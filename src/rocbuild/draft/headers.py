@@ -67,3 +67,50 @@ def cublas_fp16_includes(texts: Mapping[str, str]) -> list[SourceEdit]:
         whole = match.group(0).strip()
         found.append(SourceEdit(rel, line_of(text, match.start()), whole, whole, f"{FP16_ADDED}\n{whole}", False))
     return found
+
+
+# CUB's names torch's hipify leaves (it maps cub::DeviceRadixSort and a few more, not cub::DoubleBuffer); hipCUB
+# declares each under hipcub::, and hipify maps the include itself (cub/cub.cuh to hipcub/hipcub.hpp).
+CUB_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](?:cub/|hipcub/)", re.MULTILINE)
+CUB_NAME = re.compile(r"(?<![\w:])cub::")
+
+
+def cub_names(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Where the tree includes CUB: each file that names cub::, as one regex edit to hipcub::."""
+    if not any(CUB_INCLUDE.search(text) for text in texts.values()):
+        return []
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        first = CUB_NAME.search(text)
+        if first is not None:
+            line = line_of(text, first.start())
+            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), CUB_NAME.pattern, "hipcub::", True))
+    return found
+
+
+# CUDA's math_constants.h (CUDART_INF_F, CUDART_PI_F, ...), which hipify leaves: HIP's hip/hip_math_constants.h
+# defines the same constants under the HIP_ prefix (ROCm 5.5 on), these names each.
+MATH_CONSTANTS_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]math_constants\.h[>\"][^\n]*$", re.MULTILINE)
+CUDART_CONSTANT = re.compile(
+    r"\bCUDART_((?:2_OVER_PI|3PIO4|DBL2INT_CVT|INF|L2E|L2T|LG2|LG2_X_1024|LG2_X_1075|LGE|LN2|LN2_X_1024|LN2_X_1025"
+    r"|LN2_X_1075|LNPI|LNT|MAX_NORMAL|MIN_DENORM|NAN|NEG_ZERO|NORM_HUGE|ONE|PI|PIO2|PIO4|REMQUO_BITS|REMQUO_MASK"
+    r"|SQRT_2OPI|SQRT_2PI|SQRT_2_OVER_PI|SQRT_HALF|SQRT_PIO2|SQRT_TWO|THIRD|TRIG_PLOSS|TWOTHIRD|TWO_TO_\w+|ZERO)"
+    r"(?:_F|_HI|_LO)?)\b")
+
+
+def math_constants(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each include of CUDA's math_constants.h as HIP's, and each file that uses its constants, as one regex edit
+    to HIP's names."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        include = MATH_CONSTANTS_INCLUDE.search(text)
+        if include is not None:
+            whole = include.group(0).strip()
+            found.append(SourceEdit(rel, line_of(text, include.start()), whole, whole,
+                                    "#include <hip/hip_math_constants.h>", False))
+        first = CUDART_CONSTANT.search(text)
+        if first is not None:
+            line = line_of(text, first.start())
+            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), CUDART_CONSTANT.pattern,
+                                    r"HIP_\1", True))
+    return found

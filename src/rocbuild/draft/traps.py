@@ -30,7 +30,7 @@ from rocbuild.draft.fixes import (
     RunFirst,
     SetEnv,
 )
-from rocbuild.draft.headers import cublas_fp16_includes, host_bf16_include
+from rocbuild.draft.headers import cub_names, cublas_fp16_includes, host_bf16_include, math_constants
 from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
@@ -605,6 +605,16 @@ def launches_spaced(files: BuildFiles) -> Evidence | None:
 def atomics_defined(files: BuildFiles) -> Evidence | None:
     """A float or double atomicMax/atomicMin the package defines itself, in any C++/CUDA source of the tree."""
     return _in_sources(atomic_overloads(files.sources))
+
+
+def cub_left(files: BuildFiles) -> Evidence | None:
+    """CUB's names (cub::DoubleBuffer) in a tree that includes CUB, in any C++/CUDA source."""
+    return _in_sources(cub_names(files.sources))
+
+
+def cuda_math_constants(files: BuildFiles) -> Evidence | None:
+    """An include of CUDA's math_constants.h, or its CUDART_ constants, in any C++/CUDA source of the tree."""
+    return _in_sources(math_constants(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -1302,6 +1312,18 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("keep HIP's own float atomicMax/atomicMin"),
          log=(r"\|\s.*\b(?P<value>atomic(?:Max|Min))\s*\(\s*(?:float|double)\s*\*",), files=atomics_defined,
          fixes="replace edits", names="function"),
+    Trap("cub-names-left", "CUB's names, which hipify maps only in part",
+         "torch's hipify maps CUB's include and a few of its names (cub::DeviceRadixSort) to hipCUB's, and leaves the "
+         "rest (cub::DoubleBuffer): hipCUB declares each under hipcub::, one regex edit per file",
+         _source_edits("name hipCUB's namespace where CUB's is left"),
+         log=(r"use of undeclared identifier '(?P<value>cub)'",), files=cub_left, fixes="replace edits"),
+    Trap("cuda-math-constants", "CUDA's math_constants.h, which hipify leaves",
+         "hipify maps neither CUDA's math_constants.h nor its constants (CUDART_INF_F, CUDART_PI_F); HIP's "
+         "hip/hip_math_constants.h defines the same under the HIP_ prefix: the include and each file's names edited",
+         _source_edits("include HIP's math constants and name them"),
+         log=(r"fatal error: '?(?P<value>math_constants\.h)'?:? (?:file not found|No such file)",
+              r"use of undeclared identifier '(?P<value>CUDART_\w+)'"), files=cuda_math_constants,
+         fixes="replace edits", names="name"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
@@ -1491,7 +1513,7 @@ TRAPS: tuple[Trap, ...] = (
                                    r"'(?P<value>[^'/][^']*|[^']+\.(?:cuh?|cpp|cc|hp?p?))'",
                                    r"error: package directory '(?P<value>[^']+)' does not exist",
                                    # a header of its own (quoted, no folder) never packed: not one of CUDA's
-                                   r"fatal error: '?(?!(?:cuda|cu[a-z]+|nv|device_|sm_\d|crt|mma|thrust|cub)\w*\.)"
+                                   r"fatal error: '?(?!(?:cuda|cu[a-z]+|nv|device_|sm_\d|crt|mma|thrust|cub|math_constants)\w*\.)"
                                    r"(?!(?:math|std\w+|string|limits|float|assert|errno|time|ctype|wchar|signal|fenv"
                                    r"|complex|inttypes|unistd|pthread|omp|malloc|alloca)\.h\b)"
                                    r"(?P<value>(?:\.\.?/)*[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)",
