@@ -1389,3 +1389,18 @@ def test_cub_names_hipify_leaves_and_cudas_math_constants_become_hips(tmp_path):
     assert "cub-names-left" not in seen and "cuda-math-constants" not in seen
     # without CUB included, cub:: is someone else's
     assert "cub-names-left" not in _seen(tree(tmp_path / "other", {"a.cu": "void f() { cub::x(); }\n"}))
+
+
+def test_ldg_of_a_type_hip_lacks_becomes_a_plain_load_after_the_failure(tmp_path):
+    # megablocks 0.10.0: `T value = __ldg((T*)x + bin_idx);` with T = c10::Half: "no matching function for call to
+    # '__ldg'"; never drafted (the calls that compile lose nothing)
+    from rocbuild.draft.traps import in_log
+
+    k = "template <class T> __device__ void r(const T* x, int i) {\n  T value = __ldg((T*)x + i);\n  T w = __ldg (&x[0]);\n}\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "replicate.h": k})
+    assert "ldg-type-missing" not in _seen(t)
+    (hit,) = [h for h in in_log([(7, "../../csrc/replicate_hip.h:46:13: error: no matching function for call to '__ldg'")],
+                                BuildFiles.read(t)) if h.trap.id == "ldg-type-missing"]
+    assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 1
+    _apply_draft_patches(t, apply_fix(draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]), hit.fix, "t"))
+    assert (t / "replicate.h").read_text() == k.replace("__ldg(", "*(").replace("__ldg (", "*(")

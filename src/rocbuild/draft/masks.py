@@ -246,6 +246,23 @@ def spaced_launches(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# __ldg, which HIP declares for its scalar and vector types only: a template that loads another type through it
+# (megablocks' `T value = __ldg((T*)x + i)` with T = c10::Half) finds no matching function. On AMD GPUs HIP's
+# __ldg is a plain load, so each call becomes one: `*(p)`.
+LDG_CALL = re.compile(r"\b__ldg\s*\(")
+
+
+def ldg_calls(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that calls __ldg, as one regex edit to a plain load."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        first = LDG_CALL.search(text)
+        if first is not None:
+            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), LDG_CALL.pattern,
+                                    "*(", True))
+    return found
+
+
 def read_sources(tree: Path) -> dict[str, str]:
     """The tree's sources (sources()) as relative path -> text, read once for every detector."""
     texts: dict[str, str] = {}

@@ -45,6 +45,7 @@ from rocbuild.draft.masks import (
     hip_forms,
     hipified,
     kernel_pointers,
+    ldg_calls,
     read_sources,
     renamed_torch_api,
     rounding_intrinsics,
@@ -615,6 +616,11 @@ def cub_left(files: BuildFiles) -> Evidence | None:
 def cuda_math_constants(files: BuildFiles) -> Evidence | None:
     """An include of CUDA's math_constants.h, or its CUDART_ constants, in any C++/CUDA source of the tree."""
     return _in_sources(math_constants(files.sources))
+
+
+def ldg_loads(files: BuildFiles) -> Evidence | None:
+    """Calls of __ldg, in any C++/CUDA source of the tree (once a build met one HIP has no overload for)."""
+    return _in_sources(ldg_calls(files.sources))
 
 
 def warp_masks(files: BuildFiles) -> Evidence | None:
@@ -1324,6 +1330,13 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"fatal error: '?(?P<value>math_constants\.h)'?:? (?:file not found|No such file)",
               r"use of undeclared identifier '(?P<value>CUDART_\w+)'"), files=cuda_math_constants,
          fixes="replace edits", names="name"),
+    Trap("ldg-type-missing", "__ldg of a type HIP declares no __ldg for",
+         "HIP declares __ldg for its scalar and vector types only, so a template that loads another type through it "
+         "(megablocks' c10::Half) finds no matching function; on AMD GPUs HIP's __ldg is a plain load, so each call "
+         "becomes one (`*(p)`), one regex edit per file. Only after a build met it: the calls that compile lose nothing",
+         _source_edits("load directly where __ldg has no overload"),
+         log=(r"no matching function for call to '__ldg'",), after_failure=ldg_loads, draft=False,
+         fixes="replace edits"),
     Trap("warp-mask-32bit", "a 32-bit lane mask given to a warp sync builtin",
          "from ROCm 7, HIP's __shfl_*_sync and __ballot_sync take a 64-bit mask and static_assert it; CUDA code "
          "passes 0xffffffff. All 64 bits mean every lane on both wave sizes (HIP drops the upper half on wave32); "
