@@ -1404,3 +1404,16 @@ def test_ldg_of_a_type_hip_lacks_becomes_a_plain_load_after_the_failure(tmp_path
     assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 1
     _apply_draft_patches(t, apply_fix(draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]), hit.fix, "t"))
     assert (t / "replicate.h").read_text() == k.replace("__ldg(", "*(").replace("__ldg (", "*(")
+
+
+def test_a_cmake_test_of_hip_found_reads_torchs_pytorch_found_hip_too(tmp_path):
+    # attention-kernels 0.2.0.post2 (vLLM's CMake of 2024): `if (NOT HIP_FOUND AND CUDA_FOUND)`, `elseif(HIP_FOUND)`;
+    # torch 2.14's LoadHIP.cmake sets PYTORCH_FOUND_HIP only
+    cmake = ("project(a CXX)\nfind_package(Torch REQUIRED)\nif (NOT HIP_FOUND AND CUDA_FOUND)\n  set(L CUDA)\n"
+             "elseif(HIP_FOUND)\n  message(STATUS \"${HIP_FOUND}\")\nendif()\n")
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='a')\n", "CMakeLists.txt": cmake})
+    assert _only_hit(t, "hip-found-renamed").evidence.where == "CMakeLists.txt:3"
+    _drafted(t)
+    assert (t / "CMakeLists.txt").read_text() == cmake.replace("NOT HIP_FOUND", "NOT (HIP_FOUND OR PYTORCH_FOUND_HIP)") \
+        .replace("elseif(HIP_FOUND)", "elseif((HIP_FOUND OR PYTORCH_FOUND_HIP))")
+    assert "hip-found-renamed" not in _seen(t)

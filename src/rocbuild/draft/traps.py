@@ -576,6 +576,19 @@ def torch_cmake(files: BuildFiles) -> Evidence | None:
     return _cmake_line(files, r"^\s*find_package\s*\(\s*Torch\b", unless=r"(?!)")
 
 
+# HIP_FOUND where torch's own CMake sets PYTORCH_FOUND_HIP (vLLM's forks of 2024: `if (NOT HIP_FOUND AND
+# CUDA_FOUND)`, then `elseif(HIP_FOUND)`, else "Can't find CUDA or HIP installation").
+HIP_FOUND = r"(?<![\w{$])HIP_FOUND\b(?!\s+OR\s+PYTORCH_FOUND_HIP)"
+
+
+def hip_found(files: BuildFiles) -> Evidence | None:
+    """A test of HIP_FOUND in the top CMakeLists.txt that finds torch, with no PYTORCH_FOUND_HIP in it."""
+    if torch_cmake(files) is None:
+        return None
+    found = _cmake_line(files, r"^\s*(?:else)?if\s*\(.*" + HIP_FOUND, unless=r"\bPYTORCH_FOUND_HIP\b")
+    return Evidence(found.where, found.text, None, "CMakeLists.txt") if found else None
+
+
 def other_forms(files: BuildFiles) -> Evidence | None:
     """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
     in any C++/CUDA/HIP source of the tree."""
@@ -1017,6 +1030,13 @@ def _rocm_for_load_hip(files: Evidence | None, _failure: Evidence | None) -> Fix
                      "libraries)",
                  env=(SetEnv("ROCM_PATH", "${{ rocm.path }}"), SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}", distro),
                       SetEnv("HIP_DEVICE_LIB_PATH", "${{ rocm.device_lib_dir }}", distro)))
+
+
+def _hip_found_or_torchs(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.file is None:
+        return None
+    return ReplaceText(files.file, HIP_FOUND, "(HIP_FOUND OR PYTORCH_FOUND_HIP)", regex=True,
+                       says=f"test torch's PYTORCH_FOUND_HIP beside HIP_FOUND in {files.file}")
 
 
 def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1468,6 +1488,12 @@ TRAPS: tuple[Trap, ...] = (
          "on a distro layout clang's folder and the device libraries too, which ROCM_PATH=/usr would hide from clang",
          _rocm_for_load_hip, log=(r"ROCM_PATH environment variable is not set and /opt/rocm does not exist",),
          files=torch_cmake, fixes="env values"),
+    Trap("hip-found-renamed", "HIP_FOUND, which torch's CMake no longer sets",
+         "torch's LoadHIP.cmake, reworked in 2025 to find ROCm's packages by CMAKE_PREFIX_PATH, says a ROCm torch by "
+         "PYTORCH_FOUND_HIP; HIP_FOUND was set by the FindHIP module it used before. A CMakeLists.txt of that time "
+         "(vLLM's forks) then takes neither path (`Can't find CUDA or HIP installation`): each test reads "
+         "(HIP_FOUND OR PYTORCH_FOUND_HIP), as vLLM's own now does",
+         _hip_found_or_torchs, log=(r"Can't find CUDA or HIP installation",), files=hip_found, fixes="a replace edit"),
     Trap("python-version-allow-list", "a CMake list of the Python versions it accepts",
          "vLLM's CMake, and its forks', stops at configure on a Python its PYTHON_SUPPORTED_VERSIONS does not name "
          "(Python version (3.14) is not one of the supported versions), though nothing in the build depends on it; "
