@@ -1469,7 +1469,8 @@ TRAPS: tuple[Trap, ...] = (
          files=cg_reduce, fixes="replace edits"),
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
-         "cuda/pipeline and cuda/barrier, WMMA's mma.h, CUTLASS and CuTe, NVTX), nor NVVM's PTX intrinsics "
+         "cuda/pipeline and cuda/barrier and its cuda::std, which hipify leaves, WMMA's mma.h, CUTLASS and CuTe, "
+         "NVTX), nor NVVM's PTX intrinsics "
          "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()) or PTX written inline (asm(\"mov.u64 %0, %%globaltimer;\")), "
          "nor its toolkit's programs (bin2c, ptxas, fatbinary) a "
          "CMake project runs on PTX: no package brings them; the code that uses them must be "
@@ -1479,7 +1480,9 @@ TRAPS: tuple[Trap, ...] = (
                                    r"No matching distribution found for (?P<value>cutlass_library|nvidia[-_]cutlass\S*)",
                                    r"Could not find \w+ using the following names: (?P<value>bin2c|ptxas|fatbinary|nvlink"
                                    r"|cuobjdump|nvdisasm)\b",
-                                   r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm"),
+                                   r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm",
+                                   # libcu++'s cuda::std (cuda-moea's cuda::std::identity): ROCm's libhipcxx is hip::std
+                                   r"use of undeclared (?:identifier|namespace) '(?P<value>cuda)'"),
          draft=False, fixes="by hand", names="CUDA feature"),
     Trap("torch-cmake-rocm-path", "torch's CMake package, which looks for ROCm at ROCM_PATH or /opt/rocm only",
          "a ROCm torch's find_package(Torch) runs its LoadHIP.cmake, which takes ROCm from ROCM_PATH or /opt/rocm; "
