@@ -1417,3 +1417,23 @@ def test_a_cmake_test_of_hip_found_reads_torchs_pytorch_found_hip_too(tmp_path):
     assert (t / "CMakeLists.txt").read_text() == cmake.replace("NOT HIP_FOUND", "NOT (HIP_FOUND OR PYTORCH_FOUND_HIP)") \
         .replace("elseif(HIP_FOUND)", "elseif((HIP_FOUND OR PYTORCH_FOUND_HIP))")
     assert "hip-found-renamed" not in _seen(t)
+
+
+def test_torchs_cxx20_error_finds_the_standard_a_cmake_file_of_the_tree_sets(tmp_path):
+    # attention-kernels 0.2.0.post2: cmake/utils.cmake's `set_property(TARGET ... PROPERTY CXX_STANDARD 17)`, and
+    # HIP sources with no standard at all (clang's default is C++17): torch/all.h's #error
+    from rocbuild.draft.traps import in_log
+
+    cmake = "cmake_minimum_required(VERSION 3.26)\nproject(a LANGUAGES CXX)\nfind_package(Torch REQUIRED)\n"
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='a')\n", "CMakeLists.txt": cmake,
+                                "cmake/utils.cmake": "set_property(TARGET ${M} PROPERTY CXX_STANDARD 17)\n"})
+    assert "cxx20-for-torch" not in _seen(t)  # nothing in setup.py or the top CMakeLists.txt says it
+    line = "torch/all.h:5:2: error: C++20 or later compatible compiler is required to use PyTorch."
+    (hit,) = [h for h in in_log([(9, line)], BuildFiles.read(t)) if h.trap.id == "cxx20-for-torch"]
+    assert isinstance(hit.fix, Edits) and len(hit.fix.edits) == 2
+    recipe = apply_fix(draft_recipe("a", "a==1.0", "0" * 64, read_tree(t), ["gfx1100"]), hit.fix, "t")
+    _apply_draft_patches(t, recipe)
+    assert (t / "cmake/utils.cmake").read_text() == "set_property(TARGET ${M} PROPERTY CXX_STANDARD 20)\n"
+    assert (t / "CMakeLists.txt").read_text() == cmake.replace(
+        "project(", "# rocbuild (trap cxx20-for-torch): torch needs C++20 of HIP sources too\n"
+                    "set(CMAKE_HIP_STANDARD 20)\nproject(")

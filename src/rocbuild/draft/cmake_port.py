@@ -137,6 +137,13 @@ def _cmake_texts(tree: Path) -> list[tuple[str, str]]:
             if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
 
 
+def cmake_files(tree: Path) -> list[tuple[str, str]]:
+    """The tree's CMake files, CMakeLists.txt and *.cmake, outside its vendored, build and test folders."""
+    paths = sorted({*tree.rglob("CMakeLists.txt"), *tree.rglob("*.cmake")})
+    return [(p.relative_to(tree).as_posix(), p.read_text(errors="replace")) for p in paths
+            if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
+
+
 def _cuda_only(text: str) -> bool:
     """Whether a CMakeLists.txt's GPU language is CUDA only (comments left out)."""
     code = re.sub(r"#[^\n]*", "", text)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.cmake_port import HIPIFY, port
+from rocbuild.draft.cmake_port import HIPIFY, cmake_files, port
 from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
@@ -162,6 +162,33 @@ def old_standard(files: BuildFiles) -> Evidence | None:
             found.append(Evidence(f"{name}:{number}", text.strip(), match.group("token") or match.group(0), name))
     # MSVC's /std:c++17 (fussim's Windows branch) only where nothing gcc or hipcc reads asks for one
     return next((e for e in found if not (e.value or "").startswith("/")), found[0] if found else None)
+
+
+CMAKE_STANDARD = r"CXX_STANDARD(\s+\"?)1[147]\b"
+HIP_STANDARD = "# rocbuild (trap cxx20-for-torch): torch needs C++20 of HIP sources too\nset(CMAKE_HIP_STANDARD 20)\n"
+
+
+def cmake_standard(files: BuildFiles) -> Evidence | None:
+    """Once a build met torch's #error: old_standard, or else a C++ standard below 20 in any CMake file of the tree
+    (attention-kernels' cmake/utils.cmake sets a target's CXX_STANDARD 17), and the HIP standard a CMake project
+    against torch leaves to clang's default (C++17) when it sets none."""
+    found = old_standard(files)
+    if found is not None:
+        return found
+    edits = []
+    for rel, text in cmake_files(files.tree):
+        match = re.search(CMAKE_STANDARD, text)
+        if match is not None:
+            number = text.count("\n", 0, match.start()) + 1
+            edits.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), CMAKE_STANDARD,
+                                    r"CXX_STANDARD\g<1>20", True))
+    top = "\n".join(files.cmake)
+    project = re.search(r"(?im)^[ \t]*project[ \t]*\(", top)
+    if project is not None and re.search(r"find_package\s*\(\s*Torch\b|\bHIP\b", top) and "HIP_STANDARD" not in top:
+        number = top.count("\n", 0, project.start()) + 1
+        edits.append(SourceEdit("CMakeLists.txt", number, files.cmake[number - 1].strip(),
+                                r"(?i)^(?=[ \t]*project[ \t]*\()", HIP_STANDARD, True))
+    return _in_sources(edits)
 
 
 def force_unset(files: BuildFiles) -> Evidence | None:
@@ -936,7 +963,9 @@ def _cmake_line(files: BuildFiles, wanted: str, *, unless: str) -> Evidence | No
 
 # -- fixes -----------------------------------------------------------------------------------------------
 
-def _cxx20(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+def _cxx20(files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    if files is not None and files.also:
+        return _source_edits("ask C++20 of CMake, as torch needs", "${{ torch.version >= '2.12' }}")(files, failure)
     if files is None or files.value is None or files.file is None:
         return None
     new = re.sub(r"1[147]$", "20", files.value)
@@ -1195,7 +1224,7 @@ TRAPS: tuple[Trap, ...] = (
          "torch 2.12 and newer refuses less than C++20 (#error in ATen.h and torch/all.h)",
          _cxx20, log=(r"C\+\+20 or later compatible compiler is required to use (?:PyTorch|ATen)",
                       r"no type named 'strong_ordering' in namespace 'std'"),
-         files=old_standard, fixes="a replace edit"),
+         files=old_standard, after_failure=cmake_standard, fixes="a replace edit"),
     Trap("force-variable-unset", "a force variable left unset",
          "without a visible GPU, setup.py builds its kernels only when a FORCE_* variable says so: "
          "unset, it builds CPU-only or gives .cu headers to the host compiler",
