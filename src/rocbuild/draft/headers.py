@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from rocbuild.draft.masks import SourceEdit, line_of
+from rocbuild.draft.masks import SourceEdit, line_of, renames
 
 # What a torch extension's build hands the host compiler (g++), never HIP's clang.
 HOST_SOURCES = (".cpp", ".cc", ".cxx")
@@ -79,13 +79,7 @@ def cub_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Where the tree includes CUB: each file that names cub::, as one regex edit to hipcub::."""
     if not any(CUB_INCLUDE.search(text) for text in texts.values()):
         return []
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        first = CUB_NAME.search(text)
-        if first is not None:
-            line = line_of(text, first.start())
-            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), CUB_NAME.pattern, "hipcub::", True))
-    return found
+    return renames(texts, [(CUB_NAME, "hipcub::")])
 
 
 # CUDA's math_constants.h (CUDART_INF_F, CUDART_PI_F, ...), which hipify leaves: HIP's hip/hip_math_constants.h
@@ -108,9 +102,4 @@ def math_constants(texts: Mapping[str, str]) -> list[SourceEdit]:
             whole = include.group(0).strip()
             found.append(SourceEdit(rel, line_of(text, include.start()), whole, whole,
                                     "#include <hip/hip_math_constants.h>", False))
-        first = CUDART_CONSTANT.search(text)
-        if first is not None:
-            line = line_of(text, first.start())
-            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), CUDART_CONSTANT.pattern,
-                                    r"HIP_\1", True))
-    return found
+    return found + renames(texts, [(CUDART_CONSTANT, r"HIP_\1")])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,14 +197,7 @@ CUCOMPLEX = re.compile(r"\b(make_)?cu(FloatComplex|DoubleComplex|ComplexFloatToD
 
 def cucomplex_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file that uses cuComplex's names, as one regex edit to HIP's (cuFloatComplex -> hipFloatComplex)."""
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        first = CUCOMPLEX.search(text)
-        if first is not None:
-            number = line_of(text, first.start())
-            found.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), CUCOMPLEX.pattern,
-                                    r"\1hip\2", True))
-    return found
+    return renames(texts, [(CUCOMPLEX, r"\1hip\2")])
 
 
 # cuSOLVER's status type and codes, which torch's hipify leaves as they are (it maps cuSOLVER's handles and calls
@@ -218,14 +211,7 @@ CUSOLVER_STATUS = ((re.compile(r"\bcu(solverStatus_t)\b"), r"hip\1"),
 
 def cusolver_status_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file that uses cuSOLVER's status names, as one regex edit per form to hipSOLVER's."""
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        for pattern, name in CUSOLVER_STATUS:
-            first = pattern.search(text)
-            if first is not None:
-                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
-                                        name, True))
-    return found
+    return renames(texts, CUSOLVER_STATUS)
 
 
 # A kernel launch written with spaces inside its chevrons (simple-knn's `coord2Morton << <(P + 255) / 256, 256 >> >
@@ -237,13 +223,7 @@ SPACED_LAUNCH = re.compile(r"(?P<k>\b[A-Za-z_][\w:]*(?:\s*<[^<>;()]*>)?)\s*(?:<<
 
 def spaced_launches(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each CUDA file with a kernel launch spaced inside its chevrons, as one regex edit to `<<<...>>>`."""
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        first = SPACED_LAUNCH.search(text) if rel.endswith((".cu", ".cuh")) else None
-        if first is not None:
-            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), SPACED_LAUNCH.pattern,
-                                    r"\g<k><<<\g<cfg>>>>(", True))
-    return found
+    return renames(texts, [(SPACED_LAUNCH, r"\g<k><<<\g<cfg>>>>(")], only=(".cu", ".cuh"))
 
 
 # __ldg, which HIP declares for its scalar and vector types only: a template that loads another type through it
@@ -254,13 +234,7 @@ LDG_CALL = re.compile(r"\b__ldg\s*\(")
 
 def ldg_calls(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file that calls __ldg, as one regex edit to a plain load."""
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        first = LDG_CALL.search(text)
-        if first is not None:
-            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), LDG_CALL.pattern,
-                                    "*(", True))
-    return found
+    return renames(texts, [(LDG_CALL, "*(")])
 
 
 def read_sources(tree: Path) -> dict[str, str]:
@@ -317,6 +291,23 @@ def _text(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
     return text[start:end if end >= 0 else None].strip()
+
+
+def renames(texts: Mapping[str, str], forms: Iterable[tuple[re.Pattern[str], str]],
+            only: tuple[str, ...] = ()) -> list[SourceEdit]:
+    """Each file (of the suffixes `only` names, or any) where a form's pattern matches, as one regex edit per form to
+    its replacement, shown at its first match: the shape of the catalogue's renames (cuComplex's names, cuSOLVER's
+    statuses, spaced kernel launches, __ldg)."""
+    found: list[SourceEdit] = []
+    for rel, text in texts.items():
+        if only and not rel.endswith(only):
+            continue
+        for pattern, replacement in forms:
+            first = pattern.search(text)
+            if first is not None:
+                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
+                                        replacement, True))
+    return found
 
 
 # CUDA's helper_math.h (copied into many packages) defines arithmetic operators over float2, int3, ... and a
@@ -549,13 +540,8 @@ HALF2_MINMAX = "\n".join([
 def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file's calls HIP declares in another form, as one regex edit per form to the one both take; half2's
     max and min as a function of rocbuild's, written first in the file."""
-    found: list[SourceEdit] = []
+    found = renames(texts, HIP_FORMS)
     for rel, text in texts.items():
-        for pattern, form in HIP_FORMS:
-            first = pattern.search(text)
-            if first is not None:
-                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
-                                        form, True))
         first = HALF2_MINMAX_CALL.search(text)
         if first is not None and "ROCBUILD_HALF2_MINMAX" not in text:
             where, line = line_of(text, first.start()), _text(text, first.start())
