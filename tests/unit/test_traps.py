@@ -1278,7 +1278,8 @@ def test_a_cpu_only_build_shows_what_the_build_said_of_its_cpu_path(tmp_path):
                    "  CMake Warning at CMakeLists.txt:133 (message):\n"
                    "    A CUDA toolkit was found but this torch (2.14.1) is a CPU\n"
                    "    build, so the extension cannot link torch's CUDA libraries.  Building\n"
-                   "    CPU-only.\n\n\n  -- Configuring done (3.3s)\n  CUDA not available: skipping the CUDA ops\n")
+                   "    CPU-only.\n\n\n  -- Configuring done (3.3s)\n  CUDA not available: skipping the CUDA ops\n"
+                   "  CUDA not available: skipping the CUDA ops\n")  # said again: shown once
     said = cpu_path_said([("cpu_only", "m.so: no device code")], [log])
     assert said == ["the build said (02-wheel.log:4): CMake Warning at CMakeLists.txt:133 (message): A CUDA toolkit "
                     "was found but this torch (2.14.1) is a CPU build, so the extension cannot link torch's CUDA "

@@ -118,7 +118,7 @@ def cpu_path_said(codes: list[tuple[str, str]], logs: list[Path]) -> list[str]:
     trap matched, these are the cause's words."""
     if not any(code in CPU_ONLY for code, _ in codes):
         return []
-    said: list[str] = []
+    said: list[tuple[str, str]] = []
     for log in logs:
         lines = read_log(log).splitlines()
         blocks = _warning_blocks(lines)
@@ -126,9 +126,11 @@ def cpu_path_said(codes: list[tuple[str, str]], logs: list[Path]) -> list[str]:
         texts = [(n, " ".join(lines[i - 1].strip() for i in block if lines[i - 1].strip()))
                  for n, block in blocks.items()]
         texts += [(n, line.strip()) for n, line in enumerate(lines, 1) if n not in inside and len(line) < 400]
-        said += [f"the build said ({log.name}:{n}): {_short(text, 300)}"
-                 for n, text in sorted(texts) if CPU_SAID.search(text)]
-    return said[:SAID_SHOWN]
+        said += [(f"{log.name}:{n}", text) for n, text in sorted(texts) if CPU_SAID.search(text)]
+    firsts: dict[str, str] = {}  # the same words twice (a warning per pass) once, where first said
+    for where, text in said:
+        firsts.setdefault(text, where)
+    return [f"the build said ({where}): {_short(text, 300)}" for text, where in firsts.items()][:SAID_SHOWN]
 
 
 def diagnose_findings(codes: list[tuple[str, str]], context: Context) -> list[Hit]:
