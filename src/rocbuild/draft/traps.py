@@ -1049,8 +1049,8 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
                  first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
 
 
-def _host_clang(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    return SetEnv("CXX", "${{ rocm.hip_compiler }}") if files is not None else None
+def _host_clang(_files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    return SetEnv("CXX", "${{ rocm.hip_compiler }}")  # an env value: nothing to locate
 
 
 def _rocm_for_load_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
