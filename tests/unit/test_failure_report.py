@@ -299,3 +299,12 @@ def test_a_build_tag_made_of_torch_version_cuda_is_named_with_its_fix_before_the
                                        "if not os.getenv('ROCM_VERSION'):\n    tag = torch.version.cuda.replace('.', '')\n")
     report = diagnose((LOGS / "cuda-version-read.log").read_text(), Context(tree=tmp_path))
     assert report.hits[0].trap.id == "rocm-selector-unset" and report.hits[0].fix is not None
+
+
+def test_libcuxx_header_not_found_is_a_cuda_feature_not_a_gpu_probe():
+    # lite-gaussian-splatting 1.0.1: `'cuda/atomic' file not found` read as "cuda ... not found" (no GPU) before
+    from rocbuild.draft.traps import in_log
+
+    line = "litegs/submodules/gaussian_raster/binning.hip:26:10: fatal error: 'cuda/atomic' file not found"
+    assert [h.trap.id for h in in_log([(1, line)], None)] == ["cuda-feature-missing"]
+    assert "gpu-probe-at-build" in [h.trap.id for h in in_log([(1, "Warning: CUDA not available, skipping")], None)]

@@ -1438,3 +1438,29 @@ def test_torchs_cxx20_error_finds_the_standard_a_cmake_file_of_the_tree_sets(tmp
     assert (t / "CMakeLists.txt").read_text() == cmake.replace(
         "project(", "# rocbuild (trap cxx20-for-torch): torch needs C++20 of HIP sources too\n"
                     "set(CMAKE_HIP_STANDARD 20)\nproject(")
+
+
+def test_an_extension_switch_of_its_own_read_into_a_variable_is_set_to_what_it_is_compared_with(tmp_path):
+    # basicsr 1.4.2: `cuda_ext = os.getenv('BASICSR_EXT')`, then `if cuda_ext == 'True':` builds its CUDA ops;
+    # unset, the wheel is pure Python
+    setup = ("import os\nfrom setuptools import setup\next_modules = []\ncuda_ext = os.getenv('BASICSR_EXT')\n"
+             "if cuda_ext == 'True':\n    from torch.utils.cpp_extension import CUDAExtension\n"
+             "    ext_modules = [CUDAExtension('b', ['k.cu'])]\nsetup(name='b', ext_modules=ext_modules)\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "force-variable-unset").fix == SetEnv("BASICSR_EXT", "True")
+
+
+def test_an_upper_bound_on_python_that_stopped_pip_is_dropped(tmp_path):
+    # deformops 3.0.1: requires-python = ">=3.12,<3.14", and the root's python is 3.14: pip refuses before building
+    from rocbuild.draft.traps import in_log
+
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup()\n",
+                                "pyproject.toml": '[project]\nname = "d"\nrequires-python = ">=3.12,<3.14"\n'})
+    assert "requires-python-bound" not in _seen(t)  # not before a build met it
+    line = "ERROR: Package 'd' requires a different Python: 3.14.10 not in '<3.14,>=3.12'"
+    (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(t)) if h.trap.id == "requires-python-bound"]
+    assert hit.fix == ReplaceText("pyproject.toml", 'requires-python = ">=3.12,<3.14"', 'requires-python = ">=3.12"',
+                                  says="drop the upper bound of '>=3.12,<3.14' in pyproject.toml")
+    setup = tree(tmp_path / "s", {"setup.py": "from setuptools import setup\nsetup(python_requires='<3.13, >=3.9')\n"})
+    (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(setup)) if h.trap.id == "requires-python-bound"]
+    assert hit.fix.with_ == "setup(python_requires='>=3.9')"  # type: ignore[union-attr]

@@ -30,7 +30,8 @@ EXCEPTION = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interru
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 # A tool's own failure, as it says it: git, curl, wget, and pip (a requirement it could not get or install).
 TOOL = re.compile(r"^(?P<tool>fatal|curl|wget|ERROR): (?P<msg>(?:unable to access|\(\d+\) |unable to resolve"
-                  r"|Could not find a version|No matching distribution|Could not install packages).*)$")
+                  r"|Could not find a version|No matching distribution|Could not install packages"
+                  r"|Package '[^']+' requires a different Python).*)$")
 # Signal 9: the kernel's OOM killer (or a user) took a compiler.
 KILLED = re.compile(r"Killed signal terminated program (?P<tool>\S+)|(?P<tool2>\S+): error: unable to execute command: Killed"
                     r"|(?P<tool3>\S+) frontend command failed due to signal 9|^\[exit (?:-9|137)\]$"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # A side of the build a piece of code runs on: "hip", "cuda", "unknown" (a test that reads a marker but does
@@ -169,11 +169,23 @@ class _Walker:
                     and dotted(n.func) == "torch.cuda.is_available"]
             if asks:
                 self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", reads))
+        elif isinstance(node, ast.Compare):
+            self._compared(node)
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
                            for v in node.values)
             self.facts.texts.append(Text(text, where, side, guard, conds))
         self._env(node, where, side)
+
+    def _compared(self, node: ast.Compare) -> None:
+        """A variable that holds an environment variable's value (basicsr's `cuda_ext`, BASICSR_EXT's), then
+        `if cuda_ext == 'True':`: the literal turns the environment variable on, as comparing the read would."""
+        other = node.comparators[0]
+        if not (isinstance(node.left, ast.Name) and node.left.id in self.env_vars and isinstance(node.ops[0], ast.Eq)
+                and isinstance(other, ast.Constant) and isinstance(other.value, str)):
+            return
+        names = self.env_vars[node.left.id]
+        self.facts.env = [replace(r, on=other.value) if r.name in names and r.on is None else r for r in self.facts.env]
 
     def _reads(self, node: ast.AST) -> list[str]:
         """The environment variables an expression reads, directly or through a variable holding one."""

@@ -24,6 +24,8 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
                        r"|-ccbin\b.*|--fmad\b.*|--prec-(?:div|sqrt)\b.*|-?-ftz\b.*|-?-res-usage|--resource-usage"
                        r"|-?-extended-lambda|--relocatable-device-code\b.*|-rdc\b.*)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
+                   # a package's own extension switch (basicsr's BASICSR_EXT: 'True' builds its CUDA ops)
+                   r"|^[A-Z][A-Z0-9]*_EXT$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
 # A package's own CUDA switch whose default is "auto" (beamgrad's BEAMGRAD_CUDA): set, the GPU build is asked for.
 AUTO_CUDA = re.compile(r"(?:^|_)CUDA$")

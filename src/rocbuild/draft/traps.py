@@ -616,6 +616,24 @@ def hip_found(files: BuildFiles) -> Evidence | None:
     return Evidence(found.where, found.text, None, "CMakeLists.txt") if found else None
 
 
+# An upper bound in the package's declared Pythons (deformops' `requires-python = ">=3.12,<3.14"`).
+PYTHON_BOUND = re.compile(r"""(?<![\w-])(?:requires-python|python_requires)\s*=\s*["'](?P<spec>[^"']*)["']""")
+UPPER = r"\s*,\s*<=?\s*3\.\d+\s*|\s*<=?\s*3\.\d+\s*,\s*"
+
+
+def python_bound(files: BuildFiles) -> Evidence | None:
+    """An upper bound on Python (`<3.14`) in pyproject.toml's requires-python or setup.py's python_requires."""
+    for name in ("pyproject.toml", "setup.py", "setup.cfg"):
+        path = files.tree / name
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        for match in PYTHON_BOUND.finditer(text):
+            if re.search(UPPER, match.group("spec")):
+                number = text.count("\n", 0, match.start()) + 1
+                line = text.splitlines()[number - 1].strip()
+                return Evidence(f"{name}:{number}", line, match.group("spec"), name)
+    return None
+
+
 def other_forms(files: BuildFiles) -> Evidence | None:
     """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
     in any C++/CUDA/HIP source of the tree."""
@@ -1068,6 +1086,14 @@ def _hip_found_or_torchs(files: Evidence | None, _failure: Evidence | None) -> F
                        says=f"test torch's PYTORCH_FOUND_HIP beside HIP_FOUND in {files.file}")
 
 
+def _unbounded_python(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or files.value is None or files.file is None:
+        return None
+    spec = re.sub(UPPER, "", files.value, count=1)
+    return ReplaceText(files.file, files.text, files.text.replace(files.value, spec),
+                       says=f"drop the upper bound of {files.value!r} in {files.file}")
+
+
 def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     """The target python's version added to the list (where it is listed already, twice does no harm)."""
     if files is None or files.value is None or files.file is None:
@@ -1233,7 +1259,8 @@ TRAPS: tuple[Trap, ...] = (
          files=force_unset, after_failure=force_any, fixes="an env value"),
     Trap("gpu-probe-at-build", "a GPU probe that no variable overrules",
          "setup.py builds its kernels only when it sees a GPU (torch.cuda.is_available()), and a builder has none",
-         _gpu_branch, log=(r"(?i)\bcuda\b.{0,40}\bnot (?:available|found|detected)",
+         # (not a header's name: "'cuda/atomic' file not found" is libcu++'s, cuda-feature-missing's)
+         _gpu_branch, log=(r"(?i)(?<![/'\"<])\bcuda\b(?![/.])[^'\"]{0,40}\bnot (?:available|found|detected)",
                            r"(?i)no cuda (?:gpus?|devices?)(?: are| were)? (?:available|found|detected)",
                            r"module 'torch' has no attribute 'has_cuda'"),
          findings=CPU_ONLY,
@@ -1526,6 +1553,12 @@ TRAPS: tuple[Trap, ...] = (
          "(vLLM's forks) then takes neither path (`Can't find CUDA or HIP installation`): each test reads "
          "(HIP_FOUND OR PYTORCH_FOUND_HIP), as vLLM's own now does",
          _hip_found_or_torchs, log=(r"Can't find CUDA or HIP installation",), files=hip_found, fixes="a replace edit"),
+    Trap("requires-python-bound", "an upper bound on Python that the target python is past",
+         "a package's requires-python (`>=3.12,<3.14`) is its authors' guess at what they tested, and pip refuses "
+         "the build before anything compiles on a newer python; once a build met it, the upper bound is dropped "
+         "from the sdist's metadata, so the wheel claims a python its authors have not tried, as the build asked",
+         _unbounded_python, log=(r"requires a different Python: (?P<value>[\d.]+) not in",),
+         after_failure=python_bound, draft=False, fixes="a replace edit", names="python"),
     Trap("python-version-allow-list", "a CMake list of the Python versions it accepts",
          "vLLM's CMake, and its forks', stops at configure on a Python its PYTHON_SUPPORTED_VERSIONS does not name "
          "(Python version (3.14) is not one of the supported versions), though nothing in the build depends on it; "
