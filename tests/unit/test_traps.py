@@ -1464,3 +1464,19 @@ def test_an_upper_bound_on_python_that_stopped_pip_is_dropped(tmp_path):
     setup = tree(tmp_path / "s", {"setup.py": "from setuptools import setup\nsetup(python_requires='<3.13, >=3.9')\n"})
     (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(setup)) if h.trap.id == "requires-python-bound"]
     assert hit.fix.with_ == "setup(python_requires='>=3.9')"  # type: ignore[union-attr]
+
+
+def test_a_build_ext_that_tests_for_cu_sources_takes_hipifys_hip_too(tmp_path):
+    # deformops 3.0.1: its BuildExtension names a .cu file's object <stem>.cuda.o, by
+    # `os.path.splitext(src)[1] == ".cu"`; torch has hipified the source to .hip, and ninja met two rules for <stem>.o
+    setup = ("import os\nfrom torch.utils.cpp_extension import BuildExtension\nclass B(BuildExtension):\n"
+             "    def names(self, srcs, objs):\n"
+             "        return [o[:-2] + '.cuda.o' if os.path.splitext(src)[1] == \".cu\" else o for src, o in zip(srcs, objs)]\n"
+             "def other(p):\n    return p.suffix == '.cu'\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cu-suffix-after-hipify").evidence.where == "setup.py:5"
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    assert 'os.path.splitext(src)[1] in (".cu", ".hip") else o' in out and 'p.suffix in (".cu", ".hip")' in out
+    # a setup.py with no build_ext of its own filters its source list before hipify: left alone
+    assert "cu-suffix-after-hipify" not in _seen(tree(tmp_path / "p", {"setup.py": "x = [s for s in S if s.suffix == '.cu']\n"}))

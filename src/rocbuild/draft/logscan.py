@@ -28,8 +28,10 @@ TRACEBACK = re.compile(r"^(?P<indent>\s*)Traceback \(most recent call last\):\s*
 EXCEPTION = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|NotFound\w*)|KeyError|StopIteration)"
                        r"(?::\s?(?P<msg>.*))?$")
 FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-# A tool's own failure, as it says it: git, curl, wget, and pip (a requirement it could not get or install).
-TOOL = re.compile(r"^(?P<tool>fatal|curl|wget|ERROR): (?P<msg>(?:unable to access|\(\d+\) |unable to resolve"
+# A tool's own failure, as it says it: git, curl, wget, ninja (its build file), and pip (a requirement it could
+# not get or install, a python it refuses).
+TOOL = re.compile(r"^(?P<tool>fatal|curl|wget|ERROR|ninja: error): "
+                  r"(?P<msg>(?:[\w./-]*build\.ninja:\d+: |unable to access|\(\d+\) |unable to resolve"
                   r"|Could not find a version|No matching distribution|Could not install packages"
                   r"|Package '[^']+' requires a different Python).*)$")
 # Signal 9: the kernel's OOM killer (or a user) took a compiler.

@@ -634,6 +634,22 @@ def python_bound(files: BuildFiles) -> Evidence | None:
     return None
 
 
+# setup.py's own test of a source's suffix for .cu, in code that runs in build_ext (deformops names a .cu file's
+# object <stem>.cuda.o so that it does not collide with <stem>.cpp's): torch has hipified the source to .hip by then.
+CU_SUFFIX = r"""(?P<head>(?:splitext\([^()]*\)\[1\]|\.suffix))\s*==\s*(?P<q>["'])\.cu(?P=q)"""
+
+
+def cu_suffix_test(files: BuildFiles) -> Evidence | None:
+    """A test of a source's suffix for .cu in a setup.py that subclasses torch's BuildExtension."""
+    setup = "\n".join(files.setup)
+    if not re.search(r"\(\s*(?:\w+\.)*BuildExtension\s*\)", setup):
+        return None
+    for number, line in enumerate(files.setup, 1):
+        if re.search(CU_SUFFIX, line):
+            return Evidence(f"setup.py:{number}", line.strip(), None, "setup.py")
+    return None
+
+
 def other_forms(files: BuildFiles) -> Evidence | None:
     """A CUDA call HIP declares in another form (__floats2bfloat162_rn(a, b), cudaMalloc3DArray without its flags),
     in any C++/CUDA/HIP source of the tree."""
@@ -1092,6 +1108,13 @@ def _unbounded_python(files: Evidence | None, _failure: Evidence | None) -> Fix 
     spec = re.sub(UPPER, "", files.value, count=1)
     return ReplaceText(files.file, files.text, files.text.replace(files.value, spec),
                        says=f"drop the upper bound of {files.value!r} in {files.file}")
+
+
+def _cu_or_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None:
+        return None
+    return ReplaceText("setup.py", CU_SUFFIX, r'\g<head> in (".cu", ".hip")', regex=True,
+                       says="setup.py's test of a .cu suffix takes hipify's .hip too")
 
 
 def _python_listed(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1559,6 +1582,12 @@ TRAPS: tuple[Trap, ...] = (
          "from the sdist's metadata, so the wheel claims a python its authors have not tried, as the build asked",
          _unbounded_python, log=(r"requires a different Python: (?P<value>[\d.]+) not in",),
          after_failure=python_bound, draft=False, fixes="a replace edit", names="python"),
+    Trap("cu-suffix-after-hipify", "a build_ext that tests a source for .cu, which torch has made .hip",
+         "torch's BuildExtension hipifies a ROCm build's sources before it compiles them, so a build_ext of the "
+         "package's own that treats .cu sources apart (deformops names their objects <stem>.cuda.o, lest they "
+         "collide with <stem>.cpp's) meets .hip instead: `ninja: multiple rules generate ...o`. The test takes "
+         ".hip too",
+         _cu_or_hip, log=(r"multiple rules generate \S+(?<!_hip)\.o",), files=cu_suffix_test, fixes="a replace edit"),
     Trap("python-version-allow-list", "a CMake list of the Python versions it accepts",
          "vLLM's CMake, and its forks', stops at configure on a Python its PYTHON_SUPPORTED_VERSIONS does not name "
          "(Python version (3.14) is not one of the supported versions), though nothing in the build depends on it; "
