@@ -1283,7 +1283,7 @@ TRAPS: tuple[Trap, ...] = (
     Trap("gpu-probe-at-build", "a GPU probe that no variable overrules",
          "setup.py builds its kernels only when it sees a GPU (torch.cuda.is_available()), and a builder has none",
          # (not a header's name: "'cuda/atomic' file not found" is libcu++'s, cuda-feature-missing's)
-         _gpu_branch, log=(r"(?i)(?<![/'\"<])\bcuda\b(?![/.])[^'\"]{0,40}\bnot (?:available|found|detected)",
+         _gpu_branch, log=(r"(?i)(?<!/)(?<!')(?<!\")(?<!<)\bcuda\b(?![/.])[^'\"]{0,40}\bnot (?:available|found|detected)",
                            r"(?i)no cuda (?:gpus?|devices?)(?: are| were)? (?:available|found|detected)",
                            r"module 'torch' has no attribute 'has_cuda'"),
          findings=CPU_ONLY,
