@@ -133,13 +133,13 @@ class CmakePort:
 
 def _cmake_texts(tree: Path) -> list[tuple[str, str]]:
     """The tree's CMakeLists.txt files outside its vendored, build and test folders: (relative path, text)."""
-    return [(p.relative_to(tree).as_posix(), p.read_text(errors="replace")) for p in sorted(tree.rglob("CMakeLists.txt"))
-            if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
+    return cmake_files(tree, ("CMakeLists.txt",))
 
 
-def cmake_files(tree: Path) -> list[tuple[str, str]]:
-    """The tree's CMake files, CMakeLists.txt and *.cmake, outside its vendored, build and test folders."""
-    paths = sorted({*tree.rglob("CMakeLists.txt"), *tree.rglob("*.cmake")})
+def cmake_files(tree: Path, names: tuple[str, ...] = ("CMakeLists.txt", "*.cmake")) -> list[tuple[str, str]]:
+    """The tree's CMake files (CMakeLists.txt and *.cmake, or the `names` given) outside its vendored, build and test
+    folders: (relative path, text)."""
+    paths = sorted({p for name in names for p in tree.rglob(name)})
     return [(p.relative_to(tree).as_posix(), p.read_text(errors="replace")) for p in paths
             if not any(part in SKIPPED or part.startswith(".") for part in p.relative_to(tree).parts[:-1])]
 

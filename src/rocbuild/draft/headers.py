@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from rocbuild.draft.masks import SourceEdit, line_of, renames
+from rocbuild.draft.masks import SourceEdit, cuda_includes, line_of, renames
 
 # What a torch extension's build hands the host compiler (g++), never HIP's clang.
 HOST_SOURCES = (".cpp", ".cc", ".cxx")
@@ -84,7 +84,6 @@ def cub_names(texts: Mapping[str, str]) -> list[SourceEdit]:
 
 # CUDA's math_constants.h (CUDART_INF_F, CUDART_PI_F, ...), which hipify leaves: HIP's hip/hip_math_constants.h
 # defines the same constants under the HIP_ prefix (ROCm 5.5 on), these names each.
-MATH_CONSTANTS_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]math_constants\.h[>\"][^\n]*$", re.MULTILINE)
 CUDART_CONSTANT = re.compile(
     r"\bCUDART_((?:2_OVER_PI|3PIO4|DBL2INT_CVT|INF|L2E|L2T|LG2|LG2_X_1024|LG2_X_1075|LGE|LN2|LN2_X_1024|LN2_X_1025"
     r"|LN2_X_1075|LNPI|LNT|MAX_NORMAL|MIN_DENORM|NAN|NEG_ZERO|NORM_HUGE|ONE|PI|PIO2|PIO4|REMQUO_BITS|REMQUO_MASK"
@@ -95,11 +94,5 @@ CUDART_CONSTANT = re.compile(
 def math_constants(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each include of CUDA's math_constants.h as HIP's, and each file that uses its constants, as one regex edit
     to HIP's names."""
-    found: list[SourceEdit] = []
-    for rel, text in texts.items():
-        include = MATH_CONSTANTS_INCLUDE.search(text)
-        if include is not None:
-            whole = include.group(0).strip()
-            found.append(SourceEdit(rel, line_of(text, include.start()), whole, whole,
-                                    "#include <hip/hip_math_constants.h>", False))
-    return found + renames(texts, [(CUDART_CONSTANT, r"HIP_\1")])
+    return cuda_includes(texts, {"math_constants.h": "hip/hip_math_constants.h"}) + \
+        renames(texts, [(CUDART_CONSTANT, r"HIP_\1")])

@@ -46,6 +46,7 @@ from rocbuild.draft.masks import (
     hipified,
     kernel_pointers,
     ldg_calls,
+    line_of,
     read_sources,
     renamed_torch_api,
     rounding_intrinsics,
@@ -179,7 +180,7 @@ def cmake_standard(files: BuildFiles) -> Evidence | None:
     for rel, text in cmake_files(files.tree):
         match = re.search(CMAKE_STANDARD, text)
         if match is not None:
-            number = text.count("\n", 0, match.start()) + 1
+            number = line_of(text, match.start())
             edits.append(SourceEdit(rel, number, text.splitlines()[number - 1].strip(), CMAKE_STANDARD,
                                     r"CXX_STANDARD\g<1>20", True))
     top = "\n".join(files.cmake)
@@ -628,7 +629,7 @@ def python_bound(files: BuildFiles) -> Evidence | None:
         text = path.read_text(errors="replace") if path.is_file() else ""
         for match in PYTHON_BOUND.finditer(text):
             if re.search(UPPER, match.group("spec")):
-                number = text.count("\n", 0, match.start()) + 1
+                number = line_of(text, match.start())
                 line = text.splitlines()[number - 1].strip()
                 return Evidence(f"{name}:{number}", line, match.group("spec"), name)
     return None
