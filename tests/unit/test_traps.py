@@ -19,6 +19,7 @@ from rocbuild.draft.traps import (
     Hit,
     in_build_files,
     in_findings,
+    in_log,
     reference_text,
 )
 from rocbuild.draft.tree import draft_recipe, read_tree
@@ -107,6 +108,15 @@ def test_kernels_compiled_at_run_time_are_an_expectation_from_the_build_files(tm
     (t / "setup.py").write_text((t / "setup.py").read_text() + "import subprocess\nsubprocess.check_call(['cmake', '.'])\n")
     assert [h.trap.id for h in in_build_files(BuildFiles.read(t))] == []
     load_recipe_text(text, tmp_path / "j.yaml")
+    # ... and in one whose setup.py builds CUDAExtension modules too, through a class it returns from a function
+    # (deformops 3.0.1: `return CUDAExtension`, then `cuda_extension(name, sources)`): checked for device code
+    (t / "setup.py").write_text("from setuptools import setup\ndef ext():\n"
+                                "    from torch.utils.cpp_extension import CUDAExtension\n    return CUDAExtension\n"
+                                "make = ext()\nsetup(name='j', ext_modules=[make('j._C', ['k.cu'])])\n")
+    assert [h.trap.id for h in in_build_files(BuildFiles.read(t))] == []
+    text = draft_recipe("j", "j==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    assert {"code-objects": False} not in yaml.safe_load(text)["verify"]
+    assert "and setup.py builds CUDAExtension modules too (setup.py:3)" in text
 
 
 def test_a_library_binding_the_hip_runtime_without_kernels_expects_no_device_code(tmp_path):
@@ -669,8 +679,6 @@ def test_cucomplex_names_get_hips_in_every_source_that_uses_them(tmp_path):
 
 def test_a_missing_standard_header_named_in_a_hipified_copy_is_included_in_the_original(tmp_path):
     # cumcubes 0.0.3: GCC compiled torch's copy cumcubes_hip.cpp and named <fstream>; the fix edits cumcubes.cpp
-    from rocbuild.draft.traps import in_log
-
     cpp = "#include <torch/extension.h>\nvoid save() { std::ofstream f(\"x\"); }\n"
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
                                 "pkg/src/cumcubes.cpp": cpp, "pkg/src/cumcubes_hip.cpp": cpp})
@@ -688,8 +696,6 @@ def test_a_missing_standard_header_named_in_a_hipified_copy_is_included_in_the_o
 
 def test_clang_names_the_type_and_the_header_is_found_from_it(tmp_path):
     # clang (hipcc) says what GCC's note says without naming the header (line as clang 15 printed it here)
-    from rocbuild.draft.traps import in_log
-
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": "int k;\n"})
     line = f"{t}/k.hip:2:26: error: implicit instantiation of undefined template 'std::basic_ofstream<char>'"
     (hit,) = [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "std-include-missing"]
@@ -783,8 +789,6 @@ def test_a_full_mask_defined_under_a_warp_name_is_widened(tmp_path):
 
 def test_a_cuda_library_linked_by_name_is_dropped_where_setup_py_names_it(tmp_path):
     # torch-lap-cuda 0.0.3: extra_link_args=['-lcuda'], which ld cannot find on ROCm
-    from rocbuild.draft.traps import in_log
-
     setup = "from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('l', ['k.cu'], extra_link_args=['-lcuda'])\n"
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
     line = "/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcuda: No such file or directory"
@@ -880,8 +884,6 @@ def test_directed_rounding_intrinsics_call_the_device_librarys_functions(tmp_pat
         " + __dsqrt_rd(a); }\n"
         "__device__ float t(float a) { return __fmul_rn(a, a) + __ocml_fma_rtp_f32(a, a, a) + __ocml_sub_rtn_f32(a, a); }\n")
     # a reciprocal alone: named from the log, with no fix to write
-    from rocbuild.draft.traps import in_log
-
     t2 = tree(tmp_path / "b", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
                                "common.h": "__device__ float r(float a) { return __frcp_rd(a); }\n"})
     line = "../../common_hip.h:1:45: error: use of undeclared identifier '__frcp_rd'; did you mean '__frcp_rn'?"
@@ -917,8 +919,6 @@ def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(t
     # torch-ans 0.4.0: rans.cpp names nothing of CUDA's, but includes rans.hpp, which does: hipify rewrites the include
     # and writes rans_hip.cpp, which compiles to rans_hip.o as rans_cuda.cu (hipified to rans_hip.hip) does; ninja
     # said "multiple rules generate .../rans_hip.o"
-    from rocbuild.draft.traps import in_log
-
     setup = ("from glob import glob\nfrom torch.utils.cpp_extension import CUDAExtension\n"
              "CUDAExtension('t._C', glob('t/*.cpp') + glob('t/*.cu'))\n")
     files = {"setup.py": setup, "t/rans.cpp": '#include "rans.hpp"\nint f() { return 1; }\n',
@@ -1177,6 +1177,12 @@ def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_
     wide = kernel.replace("unsigned const mask", "unsigned long long const mask")
     t = tree(tmp_path / "b", {"setup.py": "", "k.cu": wide})
     assert "lane-mask-variable-32bit" not in _seen(t)
+    # deformops 3.0.1's utils.cuh takes the mask as a parameter: `softmax_forward_warp(acc_t *w, int64_t N,
+    # unsigned lane_mask)`, then `__shfl_xor_sync(lane_mask, local_max, offset)`
+    param = ("template <typename T>\n__device__ void f(T *w, int64_t N,\n    unsigned lane_mask) {\n"
+             "  w[0] = __shfl_xor_sync(lane_mask, w[0], 1);\n}\n")
+    t = tree(tmp_path / "c", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "utils.cuh": param})
+    assert _only_hit(t, "lane-mask-variable-32bit").evidence.where == "utils.cuh:4"
 
 
 def test_a_triton_package_expects_no_device_code_and_requires_rocms_triton(tmp_path):
@@ -1395,8 +1401,6 @@ def test_cub_names_hipify_leaves_and_cudas_math_constants_become_hips(tmp_path):
 def test_ldg_of_a_type_hip_lacks_becomes_a_plain_load_after_the_failure(tmp_path):
     # megablocks 0.10.0: `T value = __ldg((T*)x + bin_idx);` with T = c10::Half: "no matching function for call to
     # '__ldg'"; never drafted (the calls that compile lose nothing)
-    from rocbuild.draft.traps import in_log
-
     k = "template <class T> __device__ void r(const T* x, int i) {\n  T value = __ldg((T*)x + i);\n  T w = __ldg (&x[0]);\n}\n"
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "replicate.h": k})
     assert "ldg-type-missing" not in _seen(t)
@@ -1423,8 +1427,6 @@ def test_a_cmake_test_of_hip_found_reads_torchs_pytorch_found_hip_too(tmp_path):
 def test_torchs_cxx20_error_finds_the_standard_a_cmake_file_of_the_tree_sets(tmp_path):
     # attention-kernels 0.2.0.post2: cmake/utils.cmake's `set_property(TARGET ... PROPERTY CXX_STANDARD 17)`, and
     # HIP sources with no standard at all (clang's default is C++17): torch/all.h's #error
-    from rocbuild.draft.traps import in_log
-
     cmake = "cmake_minimum_required(VERSION 3.26)\nproject(a LANGUAGES CXX)\nfind_package(Torch REQUIRED)\n"
     t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='a')\n", "CMakeLists.txt": cmake,
                                 "cmake/utils.cmake": "set_property(TARGET ${M} PROPERTY CXX_STANDARD 17)\n"})
@@ -1452,8 +1454,6 @@ def test_an_extension_switch_of_its_own_read_into_a_variable_is_set_to_what_it_i
 
 def test_an_upper_bound_on_python_that_stopped_pip_is_dropped(tmp_path):
     # deformops 3.0.1: requires-python = ">=3.12,<3.14", and the root's python is 3.14: pip refuses before building
-    from rocbuild.draft.traps import in_log
-
     t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup()\n",
                                 "pyproject.toml": '[project]\nname = "d"\nrequires-python = ">=3.12,<3.14"\n'})
     assert "requires-python-bound" not in _seen(t)  # not before a build met it
@@ -1480,3 +1480,45 @@ def test_a_build_ext_that_tests_for_cu_sources_takes_hipifys_hip_too(tmp_path):
     assert 'os.path.splitext(src)[1] in (".cu", ".hip") else o' in out and 'p.suffix in (".cu", ".hip")' in out
     # a setup.py with no build_ext of its own filters its source list before hipify: left alone
     assert "cu-suffix-after-hipify" not in _seen(tree(tmp_path / "p", {"setup.py": "x = [s for s in S if s.suffix == '.cu']\n"}))
+
+
+def test_cuda_flags_kept_in_a_module_setup_py_loads_are_dropped_there(tmp_path):
+    # deformops 3.0.1 keeps `--use_fast_math` in sources/deformops/core/configs.py, which setup.py loads with
+    # SourceFileLoader(..., str(root / "deformops" / "core" / "configs.py")); a build_utils.py it imports
+    # holds another. Neither is setup.py's, and clang refused the first.
+    import ast
+
+    setup = ("from importlib.machinery import SourceFileLoader\nimport build_utils\n"
+             "from torch.utils.cpp_extension import CUDAExtension\n"
+             "configs = SourceFileLoader('c', str(root / 'pkg' / 'core' / 'configs.py')).load_module()\n"
+             "CUDAExtension('pkg._C', ['k.cu'], extra_compile_args={'nvcc': configs.FLAGS + build_utils.MORE})\n"
+             "setup(package_dir={'': 'sources'})\n")
+    configs = "FLAGS = [\n    '-std=c++20',\n    '--use_fast_math',\n    '-DUSE_CUDA',\n]\n"
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n",
+                                "sources/pkg/__init__.py": "", "sources/pkg/core/__init__.py": "",
+                                "sources/pkg/core/configs.py": configs, "build_utils.py": "MORE = ['-Xptxas=-v']\n",
+                                "tests/configs.py": "FLAGS = ['--use_fast_math']\n"})  # not the one loaded
+    files = BuildFiles.read(t)
+    assert sorted(files.helpers) == ["build_utils.py", "sources/pkg/core/configs.py"]
+    hit = _only_hit(t, "cuda-flag-for-hipcc")
+    assert hit.evidence.where == "build_utils.py:1" and len(hit.evidence.also) == 2  # sorted by path
+    line = "clang++: error: unknown argument: '--use_fast_math'"
+    (failed,) = [h for h in in_log([(4, line)], files) if h.trap.id == "cuda-flag-for-hipcc"]
+    assert failed.files is not None and failed.files.file == "sources/pkg/core/configs.py"
+    _drafted(t)
+    out = (t / "sources/pkg/core/configs.py").read_text()
+    ast.parse(out)
+    assert out == "FLAGS = [\n    '-std=c++20',\n    '-DUSE_CUDA',\n]\n"
+    assert (t / "build_utils.py").read_text() == "MORE = []\n"
+    assert (t / "tests/configs.py").read_text() == "FLAGS = ['--use_fast_math']\n"
+
+
+def test_the_packages_under_a_package_dir_root_are_imported_by_their_own_names(tmp_path):
+    # deformops 3.0.1: `package_dir={"": "sources"}`; the draft's import check read `sources.deformops`
+    from rocbuild.draft.torch_reading import read_torch
+
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                                            "setup(package_dir={'': 'sources'}, ext_modules=[CUDAExtension('x._C', ['k.cu'])])\n",
+                                "k.cu": "__global__ void k() {}\n", "sources/x/__init__.py": ""})
+    reading = read_torch(t)
+    assert reading is not None and reading.packages == ["x"]

@@ -74,7 +74,8 @@ def find_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
 # wave32 GPU 32 bits name every lane, so overloads that take an unsigned mask and pass it on widened (more
 # specialized than HIP's templates, so chosen for it) keep the code's meaning; on a wave64 GPU the code would
 # address half a wavefront, and its device compile stops with an #error instead.
-MASK_VARIABLE = re.compile(r"\b(?:unsigned(?:\s+int)?|uint32_t)\s+(?:const\s+)?(?P<name>[A-Za-z_]\w*)\s*(?:=|;)")
+# A 32-bit variable, or a function's parameter (deformops' `softmax_forward_warp(..., unsigned lane_mask)`).
+MASK_VARIABLE = re.compile(r"\b(?:unsigned(?:\s+int)?|uint32_t)\s+(?:const\s+)?(?P<name>[A-Za-z_]\w*)\s*(?:=|;|,|\))")
 SYNC_CALL = re.compile(r"\b(?:__(?:shfl(?:_up|_down|_xor)?|ballot|all|any|match_any)_sync|__syncwarp)"
                        r"\s*\(\s*(?P<arg>[A-Za-z_]\w*)\s*[,)]")
 _SHFL = ("template <class T> __device__ inline T {name}(unsigned mask, T var, {third}, int width = warpSize) "

@@ -9,6 +9,7 @@ names a HIP marker (torch.version.hip, IS_HIP_EXTENSION, a name holding HIP or R
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +25,9 @@ ENV_CALLS = ("environ.get", "getenv")
 ENV_HELPER = re.compile(r"(?:^|_)env(?:$|_)|getenv", re.IGNORECASE)  # get_env_if_set, is_env_set, ...
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
 GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+# Folders a build made, or that hold other projects: their Python files are not the build's own.
+NOT_READ = frozenset({"build", "dist", "__pycache__", "tests", "test", "third_party", "3rdparty", "vendor", "external"})
+MAX_MODULES = 8  # a setup.py that imports its whole package still reads in a few files
 
 
 @dataclass(frozen=True)
@@ -342,3 +346,30 @@ def _tested_lists(module: ast.Module, rel: str) -> list[tuple[tuple[str, ...], s
             name = assigned.get(id(node), "")
             found.append((targets, f"{rel}:{node.lineno}", name in tested or id(node) in literal))
     return found
+
+
+def local_modules(tree: Path, path: Path) -> list[str]:
+    """The tree's own Python files a build file reaches, as paths relative to the tree: the modules it imports
+    (`from build_utils import FLAGS`, looked for at the tree's top and under src/), and a `.py` file it names
+    in a string (deformops loads its flags from `... / "core" / "configs.py"` with SourceFileLoader). What
+    such a file holds (nvcc's flags) reaches the compiler as surely as setup.py's own lists."""
+    try:
+        module = ast.parse(path.read_text(errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return []
+    dotted_names = [a.name for n in ast.walk(module) if isinstance(n, ast.Import) for a in n.names]
+    dotted_names += [n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+    named = {n.value.rsplit("/", 1)[-1] for n in ast.walk(module)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"[\w./-]+\.py", n.value)}
+    found: list[str] = []
+    for name in dotted_names:
+        parts = name.split(".")
+        for base in (tree, tree / "src"):
+            found += [str(p.relative_to(tree)) for p in (base.joinpath(*parts[:-1], parts[-1] + ".py"),
+                                                          base.joinpath(*parts, "__init__.py")) if p.is_file()]
+    if named:
+        for folder, dirs, names in os.walk(tree):
+            dirs[:] = sorted(d for d in dirs if d not in NOT_READ and not d.startswith("."))
+            found += [str((Path(folder) / n).relative_to(tree)) for n in sorted(names) if n in named]
+    rel = str(path.relative_to(tree))
+    return sorted({f for f in found if f != rel})[:MAX_MODULES]

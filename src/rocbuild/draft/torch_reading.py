@@ -55,6 +55,7 @@ class Var:
 class TorchReading:
     marker: str  # "torch.utils.cpp_extension at setup.py:27"
     jit: str | None = None  # where kernels are compiled at run time
+    built_at: str | None = None  # where setup.py names CUDAExtension: kernels built at install time
     arch_flag: str | None = None  # where it writes --offload-arch itself (torch then ignores PYTORCH_ROCM_ARCH)
     rocm_aware: list[str] = field(default_factory=list)  # "IS_HIP_EXTENSION at setup.py:29"
     variables: list[Var] = field(default_factory=list)
@@ -91,6 +92,10 @@ def read_torch(tree: Path) -> TorchReading | None:
                       for f in facts if f.unreadable]
     reading.rocm_aware = _rocm_markers(facts)
     reading.jit, reading.jit_sources = jit, jit_sources
+    # setup.py's CUDAExtension, even one the reading cannot follow (deformops returns the class from a function
+    # and calls it through a variable): its kernels are built at install time too, whatever load() does later
+    built = _first(facts[:1] if files and files[0].name == "setup.py" else [], lambda n: n.split(".")[-1] == "CUDAExtension")
+    reading.built_at = built[1] if built else None
     reading.packages = [name for p in _own_packages(tree) for name in _importable(p)]
     reading.gpu_reads = [reads for f in facts for _, reads in f.gpu_tests]
     reading.gpu_tests = [where for f in facts for where, _ in f.gpu_tests]
@@ -182,12 +187,32 @@ def _own_packages(tree: Path) -> list[Path]:
     examples and benchmarks have their own build and are left out."""
     skip = {*VENDOR_DIRS, "tests", "test", "examples", "example", "docs", "bench", "benchmarks", "build", "dist"}
     found = []
-    for top in (tree, tree / "src"):
+    roots = _package_roots(tree)
+    skip |= {r.name for r in roots}  # deformops' sources/ holds its package; it is not a namespace package itself
+    for top in dict.fromkeys((tree, tree / "src", *roots)):
         for p in sorted(top.iterdir()) if top.is_dir() else []:
             if p.is_dir() and p.name not in skip and not p.name.startswith(".") and (
                     (p / "__init__.py").is_file() or any(c.is_file() for c in p.glob("*/__init__.py"))):
                 found.append(p)
     return found
+
+
+# Where setup.py or pyproject.toml puts the packages' root: `package_dir={"": "sources"}`, setuptools'
+# `[tool.setuptools.packages.find] where = ["lib"]`.
+PACKAGE_ROOT = re.compile(r"""package_dir\s*=\s*\{\s*(["'])\1\s*:\s*["']([\w./-]+)["']|^\s*where\s*=\s*\[\s*["']([\w./-]+)["']""",
+                          re.MULTILINE)
+
+
+def _package_roots(tree: Path) -> list[Path]:
+    """The folders the build files name as the packages' root, other than the tree's top and src/."""
+    roots = []
+    for name in ("setup.py", "pyproject.toml", "setup.cfg"):
+        text = (tree / name).read_text(errors="replace") if (tree / name).is_file() else ""
+        for match in PACKAGE_ROOT.finditer(text):
+            folder = tree / (match.group(2) or match.group(3))
+            if folder.is_dir() and folder.resolve() not in (tree.resolve(), (tree / "src").resolve()):
+                roots.append(folder)
+    return roots
 
 
 def classify(facts: list[PyFacts], *, gpu_gated: bool, aware: bool, gated: frozenset[str] | set[str] = frozenset()

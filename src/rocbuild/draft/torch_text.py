@@ -43,7 +43,7 @@ def _kernels_check(torch: TorchReading) -> list[str]:
     CPU-only (no GPU seen, a force variable unset) then fails here, naming the module."""
     named = [e for e in torch.kernels if e.name]
     computed = ", ".join(e.where for e in torch.kernels if not e.name)
-    if torch.jit and not torch.kernels:
+    if torch.jit and not torch.kernels and not torch.built_at:
         return [f"  # Kernels are compiled at run time ({torch.jit}): the wheel carries their sources, not device code."]
     lines = ["  # Every wheel is checked for device code for each requested arch (built in)."]
     if computed:
@@ -84,8 +84,9 @@ def draft_notes(torch: TorchReading, archs: list[str], requires: list[str] | Non
         aot = [v.name for v in torch.variables if v.kind == "force" and v.value and "OPS" in v.name]
         notes.insert(0, f"kernels are compiled at run time (cpp_extension.load at {torch.jit})" + (
             f" unless {', '.join(aot)} asks for them at install time: the draft sets it, so they are compiled here"
-            if aot else ": nothing may be compiled at install time, and the wheel then holds no device code (each "
-            "user's machine compiles the kernels on first use, with its own hipcc)"))
+            if aot else f", and setup.py builds CUDAExtension modules too ({torch.built_at}): the wheel is checked for "
+            "device code" if torch.built_at else ": nothing may be compiled at install time, and the wheel then holds "
+            "no device code (each user's machine compiles the kernels on first use, with its own hipcc)"))
     if torch.arch_flag and not any(v.kind == "arch" and v.value for v in torch.variables):
         notes.append(f"it writes --offload-arch itself ({torch.arch_flag}) but no variable for it was found: torch "
                      "then ignores PYTORCH_ROCM_ARCH; find how it picks its targets")

@@ -55,7 +55,7 @@ from rocbuild.draft.masks import (
     vector_helpers,
     vendored_hip_headers,
 )
-from rocbuild.draft.pysrc import EnvRead, read_python
+from rocbuild.draft.pysrc import EnvRead, local_modules, read_python
 from rocbuild.draft.torch_reading import (
     AUTO_CUDA,
     CUDA_FLAG,
@@ -122,9 +122,19 @@ class BuildFiles:
         every source (lane masks, CUDA-only includes, kernels cast to pointers)."""
         return read_sources(self.tree)
 
+    @functools.cached_property
+    def helpers(self) -> dict[str, list[str]]:
+        """The tree's own Python modules setup.py imports or loads (relative path -> lines): where a package
+        keeps its compiler flags outside setup.py (deformops' core/configs.py)."""
+        setup = self.tree / "setup.py"
+        if not self.setup or not setup.is_file():
+            return {}
+        return {rel: (self.tree / rel).read_text(errors="replace").splitlines() for rel in local_modules(self.tree, setup)}
+
     def lines(self) -> list[tuple[str, int, str]]:
         return [("setup.py", n, t) for n, t in enumerate(self.setup, 1)] + \
-               [("CMakeLists.txt", n, t) for n, t in enumerate(self.cmake, 1)]
+               [("CMakeLists.txt", n, t) for n, t in enumerate(self.cmake, 1)] + \
+               [(rel, n, t) for rel, lines in self.helpers.items() for n, t in enumerate(lines, 1)]
 
 
 @dataclass(frozen=True)
@@ -870,13 +880,22 @@ def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
     """CUDA-only nvcc flags (--use_fast_math, -Xptxas, ...) that setup.py surely hands hipcc: in its HIP branch,
     or anywhere when it never tests for HIP."""
     flags = [(flag, where) for flag, where in (files.torch.hip_flags if files.torch else []) if where.startswith("setup.py:")]
-    drops = [(flag, where, _drop_flag(Evidence(where, files.setup[int(where.split(":")[1]) - 1], flag, "setup.py"), None))
-             for flag, where in flags]
-    found = tuple(SourceEdit("setup.py", int(where.split(":")[1]), flag, fix.find, fix.with_, True)
-                  for flag, where, fix in drops if isinstance(fix, ReplaceText))
+    if files.torch is not None:  # a torch extension: its nvcc flags go to hipcc, wherever they are kept
+        flags += [(flag, f"{rel}:{n}") for rel, lines in files.helpers.items() for n, text in enumerate(lines, 1)
+                  if not text.lstrip().startswith("#") for flag in re.findall(r"""["']([^"']+)["']""", text)
+                  if CUDA_FLAG.match(flag)]
+    texts = {"setup.py": files.setup, **files.helpers}
+    found: list[SourceEdit] = []
+    for flag, where in flags:
+        rel, number = where.rsplit(":", 1)
+        fix = _drop_flag(Evidence(where, texts[rel][int(number) - 1], flag, rel), None)
+        if isinstance(fix, ReplaceText):
+            found.append(SourceEdit(rel, int(number), flag, fix.find, fix.with_, True))
     if not found:
         return None
-    return Evidence(flags[0][1], files.setup[found[0].line - 1].strip(), flags[0][0], "setup.py", found)
+    first = found[0]
+    return Evidence(f"{first.file}:{first.line}", texts[first.file][first.line - 1].strip(), first.text, first.file,
+                    tuple(found))
 
 
 def native_arch(files: BuildFiles) -> Evidence | None:
@@ -908,7 +927,7 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
     """Kernels compiled at run time, with nothing that asks for them at install time."""
     torch = files.torch
     # setup.py driving CMake (vLLM: its kernels in CMake targets, one helper load()ed at run time) builds at install
-    if torch is None or torch.jit is None or torch.kernels or torch.cmake:
+    if torch is None or torch.jit is None or torch.kernels or torch.cmake or torch.built_at:
         return None
     if any(v.kind == "force" and v.value for v in torch.variables):
         return None
