@@ -1522,3 +1522,26 @@ def test_the_packages_under_a_package_dir_root_are_imported_by_their_own_names(t
                                 "k.cu": "__global__ void k() {}\n", "sources/x/__init__.py": ""})
     reading = read_torch(t)
     assert reading is not None and reading.packages == ["x"]
+
+
+def test_pip_run_by_setup_py_itself_is_dropped(tmp_path):
+    # MinkowskiEngine 0.5.4: `run_command("pip", "uninstall", "MinkowskiEngine", "-y")` at the top of setup.py,
+    # which the root's pip refused (externally-managed-environment) before anything compiled
+    import ast
+
+    setup = ("import os, subprocess, sys\ndef run_command(*args):\n    subprocess.check_call(args)\n"
+             "run_command('rm', '-rf', 'build')\nrun_command('pip', 'uninstall', 'M', '-y')\n"
+             "if os.getenv('X'):\n    subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'ninja'])\n"
+             "os.system('pip3 install wheel')\nout = subprocess.run(['pip', 'list'])  # kept: its value is used\n")
+    t = tree(tmp_path / "src", {"setup.py": setup})
+    hit = _only_hit(t, "pip-run-by-setup")
+    assert hit.evidence.where == "setup.py:5" and len(hit.evidence.also) == 3
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    ast.parse(out)
+    assert out.splitlines()[3:8] == ["run_command('rm', '-rf', 'build')", "pass", "if os.getenv('X'):", "    pass", "pass"]
+    assert "pip-run-by-setup" not in _seen(t)
+    line = "error: externally-managed-environment"
+    (again,) = [h for h in in_log([(6, line)], BuildFiles.read(tree(tmp_path / "b", {"setup.py": setup})))
+                if h.trap.id == "pip-run-by-setup"]
+    assert again.fix is not None

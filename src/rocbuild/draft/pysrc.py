@@ -373,3 +373,36 @@ def local_modules(tree: Path, path: Path) -> list[str]:
             found += [str((Path(folder) / n).relative_to(tree)) for n in sorted(names) if n in named]
     rel = str(path.relative_to(tree))
     return sorted({f for f in found if f != rel})[:MAX_MODULES]
+
+
+PIP = frozenset({"pip", "pip3"})
+
+
+def pip_runs(path: Path) -> list[tuple[int, str]]:
+    """The statements of a build file that run pip themselves (MinkowskiEngine's `run_command("pip", "uninstall",
+    "MinkowskiEngine", "-y")`, `subprocess.check_call([sys.executable, "-m", "pip", "install", "ninja"])`,
+    `os.system("pip install x")`): line and source text of each call that stands as a statement of its own."""
+    try:
+        text = path.read_text(errors="replace")
+        module = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return []
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _runs_pip(node.value):
+            segment = ast.get_source_segment(text, node.value)
+            if segment:
+                found.append((node.lineno, segment))
+    return found
+
+
+def _runs_pip(call: ast.Call) -> bool:
+    words: list[str | None] = []
+    for arg in call.args:
+        items = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
+        words += [i.value if isinstance(i, ast.Constant) and isinstance(i.value, str) else None for i in items]
+    if not words:
+        return False
+    shell = (words[0] or "").split()
+    return (words[0] in PIP or bool(shell and shell[0] in PIP)
+            or any(a == "-m" and b in PIP for a, b in zip(words, words[1:])))

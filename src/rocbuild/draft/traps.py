@@ -55,7 +55,7 @@ from rocbuild.draft.masks import (
     vector_helpers,
     vendored_hip_headers,
 )
-from rocbuild.draft.pysrc import EnvRead, local_modules, read_python
+from rocbuild.draft.pysrc import EnvRead, local_modules, pip_runs, read_python
 from rocbuild.draft.torch_reading import (
     AUTO_CUDA,
     CUDA_FLAG,
@@ -781,6 +781,14 @@ def _in_sources(found: list[SourceEdit]) -> Evidence | None:
         return None
     first = found[0]
     return Evidence(f"{first.file}:{first.line}", first.text, None, first.file, tuple(found))
+
+
+def pip_in_setup(files: BuildFiles) -> Evidence | None:
+    """setup.py runs pip itself, as a statement of its own (to uninstall an older copy, or install a dependency)."""
+    if not files.setup:
+        return None
+    return _in_sources([SourceEdit("setup.py", line, files.setup[line - 1].strip(), call, "pass", False)
+                        for line, call in pip_runs(files.tree / "setup.py")])
 
 
 # torch.version.cuda read as a string: a method called on it, or handed to a version parser. None on a ROCm torch.
@@ -1718,6 +1726,12 @@ TRAPS: tuple[Trap, ...] = (
          "ROCm torch pins), and the wheel's requirement names it instead, so that pip never brings the other",
          _requoted("pytorch-triton-rocm", "require ROCm's Triton (pytorch-triton-rocm) for PyPI's triton in {file}"),
          files=cuda_triton, fixes="a replace edit"),
+    Trap("pip-run-by-setup", "setup.py runs pip itself",
+         "a build must not change the python it builds for: pip run from setup.py removes or installs packages "
+         "there (or in the system's python, which refuses: externally-managed-environment), and a confined step has "
+         "no network. The call is dropped; what it would install belongs in requires:",
+         _source_edits("drop setup.py's own pip runs"), log=(r"error: externally-managed-environment",),
+         files=pip_in_setup, fixes="a replace edit"),
     Trap("hip-runtime-binding", "a library that binds HIP's runtime without kernels of its own",
          "it links libamdhip64 but compiles no HIP source: no device code is expected",
          lambda files, _f: Expect("runtime") if files else None, files=runtime_binding, fixes="an expectation"),
