@@ -1545,3 +1545,15 @@ def test_pip_run_by_setup_py_itself_is_dropped(tmp_path):
     (again,) = [h for h in in_log([(6, line)], BuildFiles.read(tree(tmp_path / "b", {"setup.py": setup})))
                 if h.trap.id == "pip-run-by-setup"]
     assert again.fix is not None
+
+
+def test_a_module_gone_from_current_pythons_is_named_and_never_required(tmp_path):
+    # MinkowskiEngine 0.5.4 imports numpy.distutils (gone in numpy 2): the report asked to require numpy
+    files = BuildFiles.read(tree(tmp_path, {"setup.py": "import numpy.distutils\n"}))
+    for line, trap in (("ModuleNotFoundError: No module named 'numpy.distutils'", "build-module-removed"),
+                       ("ModuleNotFoundError: No module named 'imp'", "build-module-removed"),
+                       ("ModuleNotFoundError: No module named 'impala'", "build-module-missing"),
+                       ("ModuleNotFoundError: No module named 'numpy'", "build-module-missing")):
+        (hit,) = in_log([(3, line)], files)
+        assert hit.trap.id == trap, line
+        assert (hit.fix is None) == (trap == "build-module-removed")

@@ -1205,6 +1205,10 @@ def _renamed_source(files: Evidence | None, _failure: Evidence | None) -> Fix | 
     return Edits(tuple(edits), f"compile {shown}, a name of its own once hipified")
 
 
+# Modules setup.py files import that no requirement can bring to a current python.
+REMOVED_MODULES = r"numpy\.distutils(?:\.[\w.]+)?|imp"
+
+
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
@@ -1514,8 +1518,14 @@ TRAPS: tuple[Trap, ...] = (
          files=cuda_version_reads, fixes="a replace edit"),
     Trap("build-module-missing", "a module setup.py imports is not in the build environment",
          "build isolation is off (with it on, pip would bring PyPI's CUDA torch), so what setup.py imports must "
-         "be listed", _python_module, log=(r"ModuleNotFoundError: No module named '(?P<value>[\w.]+)'",),
+         "be listed", _python_module,
+         log=(r"ModuleNotFoundError: No module named '(?!(?:" + REMOVED_MODULES + r")')(?P<value>[\w.]+)'",),
          draft=False, fixes="a build requirement"),
+    Trap("build-module-removed", "setup.py imports a module its python no longer has",
+         "numpy.distutils is gone from numpy 2 (and from every numpy for Python 3.12 and newer), and `imp` from Python "
+         "3.12: no requirement brings them back. setup.py needs a port (setuptools, importlib), or an older python",
+         lambda _f, _e: None, log=(r"ModuleNotFoundError: No module named '(?P<value>" + REMOVED_MODULES + r")'",),
+         draft=False, fixes="by hand", names="module"),
     Trap("std-include-missing", "a standard header the source relied on torch's headers to include",
          "torch's and the standard library's headers include fewer of their neighbours with each release (torch 2.x, "
          "GCC 13+): a source that used std::ofstream or uint8_t without including <fstream> or <cstdint> stops "
