@@ -1557,3 +1557,22 @@ def test_a_module_gone_from_current_pythons_is_named_and_never_required(tmp_path
         (hit,) = in_log([(3, line)], files)
         assert hit.trap.id == trap, line
         assert (hit.fix is None) == (trap == "build-module-removed")
+
+
+def test_a_warp_call_instantiated_with_a_32_bit_mask_is_fixed_in_the_file_the_note_names(tmp_path):
+    # deformops 3.0.1: the mask reaches utils.cuh's __shfl_xor_sync through a template; clang's note names torch's
+    # hipified copy (backends/hip/include/utils.cuh), and the fix goes into the original under cuda/
+    from rocbuild.draft.masks import WARP32
+
+    body = "template <typename T> __device__ T f(T v, M m) { return __shfl_xor_sync(m.bits, v, 1); }\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "pkg/cuda/include/utils.cuh": body, "pkg/cuda/k.cu": "#include \"include/utils.cuh\"\n"})
+    assert "lane-mask-variable-32bit" not in _seen(t)  # nothing in the text says the mask is 32-bit
+    note = ("../../pkg/cuda/include/../../hip/include/utils.cuh:1:62: note: in instantiation of function template "
+            "specialization '__shfl_xor_sync<unsigned int, float>' requested here")
+    hits = [h for h in in_log([(9, note)], BuildFiles.read(t)) if h.trap.id == "lane-mask-variable-32bit"]
+    assert len(hits) == 1 and isinstance(hits[0].fix, Edits)
+    (edit,) = hits[0].fix.edits
+    assert edit.file == "pkg/cuda/include/utils.cuh" and edit.with_ == WARP32
+    wide = note.replace("<unsigned int,", "<unsigned long long,")
+    assert not [h for h in in_log([(9, wide)], BuildFiles.read(t)) if h.trap.id == "lane-mask-variable-32bit"]

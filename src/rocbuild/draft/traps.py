@@ -34,6 +34,7 @@ from rocbuild.draft.headers import cub_names, cublas_fp16_includes, host_bf16_in
 from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
+    WARP32,
     SourceEdit,
     atomic_overloads,
     c10_hip_names,
@@ -578,6 +579,21 @@ def lane_mask_variables(files: BuildFiles) -> Evidence | None:
     """A lane mask kept in a 32-bit variable (`unsigned mask = __activemask()`) handed to a warp sync builtin, in
     any C++/CUDA/HIP source of the tree."""
     return _in_sources(variable_masks(files.sources))
+
+
+def mask_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source whose warp call the compiler instantiated with a 32-bit mask (its note names torch's hipified
+    copy: the fix goes into the original), or else what lane_mask_variables finds."""
+    named = failure.groupdict().get("file")
+    if named is None:
+        return lane_mask_variables(files)
+    compiled = os.path.normpath(named).lstrip("./")
+    for rel, text in files.sources.items():
+        if "ROCBUILD_WARP32_MASKS" not in text and any(
+                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+            return _in_sources([SourceEdit(rel, 1, f"{rel}: a warp call instantiated with an unsigned int mask",
+                                           r"\A", WARP32, True)])
+    return None
 
 
 def host_bf16(files: BuildFiles) -> Evidence | None:
@@ -1481,7 +1497,10 @@ TRAPS: tuple[Trap, ...] = (
          "On a wave64 GPU (CDNA, GCN) the code would address half a wavefront: its compile stops with an #error, "
          "and a port by hand is needed there",
          _source_edits("write warp sync overloads for 32-bit lane masks, for wave32 GPUs"),
-         log=(r"The mask must be a 64-bit int",), files=lane_mask_variables, fixes="replace edits"),
+         log=(r"The mask must be a 64-bit int",
+              r"(?P<file>[^\s:]+):\d+:\d+: note: in instantiation of function template specialization "
+              r"'__(?:shfl(?:_up|_down|_xor)?|ballot|all|any|match_any)_sync<unsigned int\b"),
+         files=lane_mask_variables, locate=mask_place, fixes="replace edits"),
     Trap("kernel-as-pointer", "a kernel handed to a HIP runtime call that takes a pointer",
          "CUDA's cudaFuncGetAttributes and cudaFuncSetAttribute have overloads that take a kernel itself; HIP's take "
          "`const void*` only, so clang finds no matching function: the kernel is cast (valid for CUDA too)",
@@ -1782,21 +1801,28 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
     its first match."""
     hits = []
     for trap in TRAPS:
-        found = next(((n, text, m) for n, text in lines for m in [trap.on_log(text)] if m), None)
-        if found is None:
+        matches = [(n, text, m) for n, text in lines for m in [trap.on_log(text)] if m]
+        if not matches:
             continue
-        number, text, match = found
+        # Of a trap's lines, the first that names a place (clang's note naming the file of a warp call) is where
+        # locate looks; the first line is the evidence otherwise.
+        placed = [f for f in matches if _names_place(f[2])] if trap.locate is not None else []
+        number, text, match = (placed or matches)[0]
         value = match.groupdict().get("value")
         if value is None and trap.names == "blocked host":  # "name resolution" names no host: the URL before it
             value = _host_before(lines, number)
         evidence = Evidence(f"log:{number}", text.strip(), value)
         tree = None
-        if files is not None and trap.locate is not None and value:
+        if files is not None and trap.locate is not None and _names_place(match):
             tree = trap.locate(files, match)
         elif files is not None:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
     return hits
+
+
+def _names_place(match: re.Match[str]) -> bool:
+    return bool(match.groupdict().get("value") or match.groupdict().get("file"))
 
 
 # A URL a log names before a download fails ("Downloading rustup-init from https://static.rust-lang.org/...").
