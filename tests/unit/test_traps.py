@@ -1576,3 +1576,25 @@ def test_a_warp_call_instantiated_with_a_32_bit_mask_is_fixed_in_the_file_the_no
     assert edit.file == "pkg/cuda/include/utils.cuh" and edit.with_ == WARP32
     wide = note.replace("<unsigned int,", "<unsigned long long,")
     assert not [h for h in in_log([(9, wide)], BuildFiles.read(t)) if h.trap.id == "lane-mask-variable-32bit"]
+
+
+def test_omp_h_in_a_source_the_hip_compiler_builds_asks_for_its_clangs_openmp(tmp_path):
+    # torch-baidu-ctc 0.3.0: warp-ctc's cpu_ctc.h includes <omp.h>, reached from its .cu file: hipcc's clang
+    # stopped at "fatal error: 'omp.h' file not found" (GCC's libgomp is not clang's)
+    from rocbuild.draft.fixes import HipOpenMP
+
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "k.cu": "#include <omp.h>\n__global__ void k() {}\n", "h.cpp": "#include <omp.h>\n"})
+    hit = _only_hit(t, "openmp-for-hip-compiler")
+    assert hit.evidence.where == "k.cu:1" and hit.fix == HipOpenMP()
+    text = draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"])
+    assert yaml.safe_load(text)["requires"]["openmp"] == "hip"
+    assert load_recipe_text(text, tmp_path / "p.yaml").requires.openmp == "hip"
+    only_cpp = BuildFiles.read(tree(tmp_path / "b", {"setup.py": "", "h.cpp": "#include <omp.h>\n"}))
+    assert "openmp-for-hip-compiler" not in [h.trap.id for h in in_build_files(only_cpp)]
+    line = "third-party/warp-ctc/include/detail/cpu_ctc.h:10:10: fatal error: 'omp.h' file not found"
+    (failed,) = [h for h in in_log([(5, line)], only_cpp) if h.trap.id == "openmp-for-hip-compiler"]
+    assert failed.fix == HipOpenMP()
+    bare = text.replace("  openmp: hip\n", "")
+    assert "openmp" not in yaml.safe_load(bare)["requires"]
+    assert yaml.safe_load(apply_fix(bare, failed.fix, "n"))["requires"]["openmp"] == "hip"

@@ -14,6 +14,7 @@ from rocbuild.draft.fixes import (
     Edits,
     Expect,
     Fix,
+    HipOpenMP,
     MemoryPerJob,
     RemoveFile,
     ReplaceText,
@@ -52,6 +53,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():
             lines = _set_in_block(lines, "requires", "memory-per-job", fix.value, note)
+        case HipOpenMP():
+            lines = _set_in_block(lines, "requires", "openmp", "hip", note)
         case Expect():
             lines = _expect(lines, fix, note)
         case RocmTorch():

@@ -80,6 +80,17 @@ class MemoryPerJob:
 
 
 @dataclass(frozen=True)
+class HipOpenMP:
+    """OpenMP for the HIP compiler's own clang (omp.h, libomp): `requires.openmp: hip`."""
+
+    def yaml(self) -> list[str]:
+        return ["requires:", "  openmp: hip"]
+
+    def describe(self) -> str:
+        return "require OpenMP for the HIP compiler's clang (requires.openmp: hip; --install-missing brings it)"
+
+
+@dataclass(frozen=True)
 class Expect:
     """What the wheel is expected to hold, decided from the build files alone (never to silence a failed
     check): `jit` kernels compiled at run time (no device code, the sources shipped); `runtime` a library
@@ -173,7 +184,7 @@ class Edits:
         return self.says
 
 
-Fix = SetEnv | ReplaceText | Edits | Require | MemoryPerJob | Expect | RocmTorch
+Fix = SetEnv | ReplaceText | Edits | Require | MemoryPerJob | HipOpenMP | Expect | RocmTorch
 
 
 def quote(text: str) -> str:

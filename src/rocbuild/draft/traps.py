@@ -22,6 +22,7 @@ from rocbuild.draft.fixes import (
     Edits,
     Expect,
     Fix,
+    HipOpenMP,
     MemoryPerJob,
     RemoveFile,
     ReplaceText,
@@ -593,6 +594,18 @@ def mask_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
                 compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
             return _in_sources([SourceEdit(rel, 1, f"{rel}: a warp call instantiated with an unsigned int mask",
                                            r"\A", WARP32, True)])
+    return None
+
+
+OMP_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<omp\.h>", re.MULTILINE)
+
+
+def omp_in_device_sources(files: BuildFiles) -> Evidence | None:
+    """A CUDA/HIP source (which the HIP compiler's clang builds, host code and all) that includes <omp.h>."""
+    for rel, text in files.sources.items():
+        match = OMP_INCLUDE.search(text) if rel.endswith((".cu", ".cuh", ".hip")) else None
+        if match:
+            return Evidence(f"{rel}:{line_of(text, match.start())}", match.group(0).strip(), None, rel)
     return None
 
 
@@ -1755,6 +1768,11 @@ TRAPS: tuple[Trap, ...] = (
          "ROCm torch pins), and the wheel's requirement names it instead, so that pip never brings the other",
          _requoted("pytorch-triton-rocm", "require ROCm's Triton (pytorch-triton-rocm) for PyPI's triton in {file}"),
          files=cuda_triton, fixes="a replace edit"),
+    Trap("openmp-for-hip-compiler", "OpenMP asked of the HIP compiler, whose clang has none installed",
+         "hipcc's clang compiles the host code of .cu/.hip files too; GCC's libgomp is not its OpenMP, so an omp.h "
+         "there needs the OpenMP of that clang (Debian: libomp-N-dev for /usr/lib/llvm-N; ROCm: openmp-extras)",
+         lambda _f, _e: HipOpenMP(), log=(r"fatal error: 'omp\.h' file not found",), files=omp_in_device_sources,
+         fixes="a build requirement"),
     Trap("pip-run-by-setup", "setup.py runs pip itself",
          "a build must not change the python it builds for: pip run from setup.py removes or installs packages "
          "there (or in the system's python, which refuses: externally-managed-environment), and a confined step has "
