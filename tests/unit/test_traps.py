@@ -1015,6 +1015,13 @@ def test_a_cuda_library_linked_by_name_is_dropped_by_the_drafter(tmp_path):
     assert hit.evidence.where == "setup.py:3"
     _drafted(t)
     assert "extra_link_args=['-O2'])" in (t / "setup.py").read_text()
+    # torchdtw 0.4.2 filters cudart out itself: the string in its test stays (dropping it left `if not in lib`)
+    filters = ("from torch.utils.cpp_extension import CUDAExtension\next = CUDAExtension('d._C', ['k.cu'])\n"
+               "ext.libraries = [lib for lib in ext.libraries if \"cudart\" not in lib]\n"
+               "flags = [f for f in FLAGS if f != '-lcudart' and '--use_fast_math' in f]\n")
+    t = tree(tmp_path / "filters", {"setup.py": filters, "k.cu": "__global__ void k() {}\n"})
+    assert _seen(t) == []
+    assert "patches" not in yaml.safe_load(draft_recipe("d", "d==1.0", "0" * 64, read_tree(t), ["gfx1100"]))
 
 
 def test_a_gpu_probe_whose_block_only_asks_the_device_for_an_arch_stays(tmp_path):
@@ -1598,3 +1605,17 @@ def test_omp_h_in_a_source_the_hip_compiler_builds_asks_for_its_clangs_openmp(tm
     bare = text.replace("  openmp: hip\n", "")
     assert "openmp" not in yaml.safe_load(bare)["requires"]
     assert yaml.safe_load(apply_fix(bare, failed.fix, "n"))["requires"]["openmp"] == "hip"
+
+
+def test_a_switch_compared_with_no_first_is_set_to_the_value_that_builds(tmp_path):
+    # orionvis 1.1.3: `BUILD_CUDA_EXT = os.getenv("BUILD_CUDA_EXT", "AUTO").upper()`, `if BUILD_CUDA_EXT == "NO":
+    # return []`, then `if BUILD_CUDA_EXT == "YES":`; after its CPU-only build the report said BUILD_CUDA_EXT=NO
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "BUILD_CUDA_EXT = os.getenv('BUILD_CUDA_EXT', 'AUTO').upper()\ndef exts():\n"
+             "    if BUILD_CUDA_EXT == 'NO':\n        return []\n    if BUILD_CUDA_EXT == 'YES':\n"
+             "        return [CUDAExtension('o._C', ['k.cu'])]\n    return []\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    files = BuildFiles.read(t)
+    assert files.torch is not None and files.torch.on_values.get("BUILD_CUDA_EXT") == "YES"
+    fixes = [h.fix for h in in_findings([("cpu_only", "o.whl: holds no ELF file at all")], files)]
+    assert SetEnv("BUILD_CUDA_EXT", "YES") in fixes and SetEnv("BUILD_CUDA_EXT", "NO") not in fixes

@@ -25,6 +25,8 @@ ENV_CALLS = ("environ.get", "getenv")
 ENV_HELPER = re.compile(r"(?:^|_)env(?:$|_)|getenv", re.IGNORECASE)  # get_env_if_set, is_env_set, ...
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
 GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+# Literals a variable is compared with that turn something off: never the value that turns it on.
+OFF_WORDS = frozenset({"no", "off", "false", "0", "none", "disable", "disabled", "n", ""})
 # Folders a build made, or that hold other projects: their Python files are not the build's own.
 NOT_READ = frozenset({"build", "dist", "__pycache__", "tests", "test", "third_party", "3rdparty", "vendor", "external"})
 MAX_MODULES = 8  # a setup.py that imports its whole package still reads in a few files
@@ -189,6 +191,8 @@ class _Walker:
                 and isinstance(other, ast.Constant) and isinstance(other.value, str)):
             return
         names = self.env_vars[node.left.id]
+        if other.value.strip().lower() in OFF_WORDS:
+            return  # orionvis' `if BUILD_CUDA_EXT == "NO": return []` before its `== "YES"`
         self.facts.env = [replace(r, on=other.value) if r.name in names and r.on is None else r for r in self.facts.env]
 
     def _reads(self, node: ast.AST) -> list[str]:
@@ -225,7 +229,8 @@ class _Walker:
             return (first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else " "), None
         if isinstance(parent, ast.Compare) and isinstance(parent.ops[0], ast.Eq | ast.NotEq):
             other = parent.comparators[0] if parent.left is node else parent.left
-            if isinstance(other, ast.Constant) and isinstance(other.value, str) and isinstance(parent.ops[0], ast.Eq):
+            if (isinstance(other, ast.Constant) and isinstance(other.value, str) and isinstance(parent.ops[0], ast.Eq)
+                    and other.value.strip().lower() not in OFF_WORDS):
                 return None, other.value
         return None, None
 

@@ -880,11 +880,17 @@ def linked_library(files: BuildFiles, failure: re.Match[str]) -> Evidence | None
     return _linked(files, failure.group("value"))
 
 
+# What follows a string that is the operand of a test, not an item of a list (torchdtw's
+# `[lib for lib in ext.libraries if "cudart" not in lib]`): such a string is never dropped.
+TESTED = r"""(?!\s*(?:not\s+in\b|in\b|==|!=))"""
+COMPARED = r"""(?<!==\s)(?<!!=\s)(?<!==)(?<!!=)"""  # ... nor one compared with (`f != "-lcudart"`)
+
+
 def _linked(files: BuildFiles, name: str) -> Evidence | None:
     lib = re.escape(name)
     for number, line in enumerate(files.setup, 1):
-        match = re.search(rf"""(["'])(-l{lib})\1""", line) or (
-            re.search(rf"""(["'])({lib})\1""", line) if "libraries" in line else None)
+        match = re.search(rf"""{COMPARED}(["'])(-l{lib})\1{TESTED}""", line) or (
+            re.search(rf"""{COMPARED}(["'])({lib})\1{TESTED}""", line) if "libraries" in line else None)
         if match:
             return Evidence(f"setup.py:{number}", line.strip(), match.group(2), "setup.py")
     return None
@@ -926,7 +932,8 @@ def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
     for flag, where in flags:
         rel, number = where.rsplit(":", 1)
         fix = _drop_flag(Evidence(where, texts[rel][int(number) - 1], flag, rel), None)
-        if isinstance(fix, ReplaceText):
+        # a flag the edit would not find on its line is a test's operand (`"--use_fast_math" in flags`)
+        if isinstance(fix, ReplaceText) and re.search(fix.find, texts[rel][int(number) - 1]):
             found.append(SourceEdit(rel, int(number), flag, fix.find, fix.with_, True))
     if not found:
         return None
@@ -1266,7 +1273,7 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     value = (r"""(?:\s*,\s*["'][^"']*["'])?""" if files.value in PASSED_ON else
              rf"""(?:\s*,\s*(?:["'][^-"'][^"']*["']{tail}|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS
              else "")
-    item = rf"""{quote}{flag}["']{concat}{tail}"""
+    item = rf"""{COMPARED}{quote}{flag}["']{TESTED}{concat}{tail}"""
     # apex's setup.py and its copies append a flag and its value one statement each
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
     # become `pass`, which keeps an `if` block they were alone in valid; emptying the string left `append()`.
