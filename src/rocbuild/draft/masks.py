@@ -363,13 +363,14 @@ HEADERS = (".h", ".hpp", ".hh", ".cuh")
 def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each header of a vendored library that knows HIP (one of its files tests __HIP__) which the package's own
     sources include, or which names CUDA's macros, as hipify's breadcrumb put first, so hipify leaves it."""
-    library_of = {rel: _vendored_library(rel) for rel in texts}
+    library_of = _libraries(list(texts))
     libraries: dict[str, bool] = {}
     for rel, text in texts.items():
         library = library_of[rel]
         if library is not None:
             libraries[library] = libraries.get(library, False) or KNOWS_HIP.search(text) is not None
-    included = {m.group("path").lstrip("./") for rel, text in texts.items() if library_of[rel] is None
+    # what the package's own files include (a vendored CUDA project's, and a library's that knows no HIP, too)
+    included = {m.group("path").lstrip("./") for rel, text in texts.items() if not libraries.get(library_of[rel] or "")
                 for m in INCLUDE.finditer(text)}
     found: list[SourceEdit] = []
     for rel, text in sorted(texts.items()):
@@ -386,10 +387,24 @@ def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
 
 
 def _vendored_library(rel: str) -> str | None:
-    """The folder of the library `rel` belongs to when it sits in a vendor folder (third_party/glm), else None."""
+    """The folder of the library `rel` belongs to when it sits in a vendor folder, else None: the innermost
+    (diff-gaussian-rasterization's own third_party/glm, inside the package's thirdparty/)."""
     parts = rel.replace(os.sep, "/").split("/")
-    at = next((i for i, part in enumerate(parts[:-2]) if part.lower() in VENDOR_DIRS), None)
+    at = max((i for i, part in enumerate(parts[:-2]) if part.lower() in VENDOR_DIRS), default=None)
     return "/".join(parts[:at + 2]) if at is not None else None
+
+
+def _libraries(rels: list[str]) -> dict[str, str | None]:
+    """Each file's vendored library. A vendored folder with CUDA sources of its own is a CUDA project the package
+    builds, which hipify must convert (wildgs-slam's thirdparty/lietorch): its subfolders are the libraries
+    (lietorch/eigen, which knows HIP, apart from lietorch/lietorch, which does not)."""
+    library_of = {rel: _vendored_library(rel) for rel in rels}
+    projects = {library for rel, library in library_of.items() if library and rel.endswith(".cu")}
+    for rel, library in library_of.items():
+        if library in projects:
+            rest = rel.replace(os.sep, "/")[len(library) + 1:].split("/")
+            library_of[rel] = f"{library}/{rest[0]}" if len(rest) > 1 else None
+    return library_of
 
 
 # torch 2.11 stopped renaming CUDA to HIP in c10 (the MasqueradingAsCUDA cleanup, pytorch#174087): a ROCm torch's
