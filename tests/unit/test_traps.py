@@ -1642,3 +1642,50 @@ def test_a_vendored_cuda_project_is_hipified_and_only_the_library_inside_it_that
         assert (t / name).read_text() == files[name], name
     assert (t / "thirdparty/dgr/third_party/glm/glm/glm.hpp").read_text() == crumb + knows
     assert (t / "thirdparty/lietorch/eigen/Eigen/src/Macros.h").read_text().startswith(crumb)
+
+
+def test_cudart_cb_is_dropped_where_hipify_leaves_it(tmp_path):
+    # torch-cudagraph-debug 0.2.0: `static void CUDART_CB host_callback(void* user_data);` in probe_context.h;
+    # g++ stopped at "variable or field 'CUDART_CB' declared void"
+    header = "struct P {\n    static void CUDART_CB host_callback(void* user_data);\n};\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "p.h": header,
+                                "p.cpp": "void CUDART_CB P::host_callback(void* d) {}\n"})
+    hit = _only_hit(t, "cudart-cb-left")
+    assert hit.evidence.where in ("p.cpp:1", "p.h:2") and len(hit.evidence.also) == 2
+    _drafted(t)
+    assert (t / "p.h").read_text() == header.replace("CUDART_CB ", "")
+    assert (t / "p.cpp").read_text() == "void P::host_callback(void* d) {}\n"
+    assert "cudart-cb-left" not in _seen(t)
+
+
+def test_libcuxx_std_headers_the_standard_has_become_the_standards(tmp_path):
+    # vision3d 0.5.2's iou_box3d.cu: `#include <cuda/std/array>`, `cuda::std::array<float3, 8>`: hipify leaves both
+    kernel = ("#include <cuda/std/array>\n#include <cuda/std/utility>\n"
+              "__device__ float f() { cuda::std::array<float, 2> a{1, 2}; return ::cuda::std::get<0>(a); }\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
+    assert _only_hit(t, "cuda-std-to-std").evidence.where == "k.cu:1"
+    _drafted(t)
+    assert (t / "k.cu").read_text() == ("#include <array>\n#include <utility>\n"
+                                        "__device__ float f() { std::array<float, 2> a{1, 2}; return std::get<0>(a); }\n")
+    assert "cuda-std-to-std" not in _seen(t)
+    # a tree that also uses libcu++ where the standard library has no device counterpart is a port: left
+    atomic = tree(tmp_path / "b", {"setup.py": "", "k.cu": kernel, "a.cu": "#include <cuda/std/atomic>\n"})
+    assert "cuda-std-to-std" not in _seen(atomic)
+
+
+def test_cuda_home_joined_into_a_path_takes_rocms_home_where_it_is_none(tmp_path):
+    # evnn-pytorch 0.2.0: `include_dirs=[..., os.path.join(CUDA_HOME, 'include'), os.path.join(CUDA_HOME, 'lib64')]`:
+    # TypeError (None) while pip prepared metadata
+    setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+             "CUDAExtension('e', ['k.cu'], include_dirs=[os.path.join(CUDA_HOME, 'include'),\n"
+             "              os.path.join(CUDA_HOME, 'lib64')])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cuda-home-joined").evidence.where == "setup.py:3"
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    home = '(CUDA_HOME or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
+    assert out.count(f"os.path.join({home}, ") == 2
+    namespace = {"__name__": "x"}
+    exec(compile(f"import os\nCUDA_HOME = None\nx = os.path.join({home}, 'include')\n", "s", "exec"), namespace)
+    assert str(namespace["x"]).endswith("/include")
+    assert "cuda-home-joined" not in _seen(t)

@@ -564,3 +564,31 @@ def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
             found += [SourceEdit(rel, where, line, HALF2_MINMAX_CALL.pattern, r"rocbuild_hm\g<1>2(", True),
                       SourceEdit(rel, where, line, r"\A", HALF2_MINMAX, True)]
     return found
+
+
+# CUDART_CB, the calling convention CUDA's runtime writes on host callbacks (empty but on Windows): hipify leaves
+# it, and HIP defines nothing by that name, so `static void CUDART_CB cb(void*)` no longer parses.
+CUDART_CB = re.compile(r"\bCUDART_CB[ \t]*")
+
+
+def cudart_cb(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that writes CUDART_CB, as one regex edit that drops it (what it is on Linux)."""
+    return renames(texts, [(CUDART_CB, "")])
+
+
+# libcu++'s headers that are the standard library's own, for device code too: with HIP's clang, the standard
+# library's constexpr functions and its types (std::array, std::pair, numeric_limits) are usable on the device.
+# Any other cuda/std header (atomic, barrier, chrono, semaphore, ...) needs a port, and then nothing is renamed.
+STD_OF_CUDA = ("array", "utility", "type_traits", "limits", "climits", "cstdint", "cstddef", "tuple", "functional",
+               "span", "bit", "cmath", "cfloat", "optional", "initializer_list", "ratio")
+CUDA_STD_INCLUDE = re.compile(r"^([ \t]*#[ \t]*include[ \t]*)<cuda/std/([\w/]+)>", re.MULTILINE)
+CUDA_STD_NAME = re.compile(r"(?:::)?(?<!\w)cuda::std::")
+
+
+def cuda_std_names(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Where the tree uses libcu++'s cuda::std only through headers the standard library has (STD_OF_CUDA): each
+    include of <cuda/std/X> as <X>, and each `cuda::std::` as `std::`, one regex edit per file and form."""
+    used = {m.group(2) for text in texts.values() for m in CUDA_STD_INCLUDE.finditer(text)}
+    if not used or not used <= set(STD_OF_CUDA):
+        return []
+    return renames(texts, [(CUDA_STD_INCLUDE, r"\1<\2>"), (CUDA_STD_NAME, "std::")])

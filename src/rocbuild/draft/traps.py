@@ -42,6 +42,8 @@ from rocbuild.draft.masks import (
     cg_reduce_includes,
     cucomplex_names,
     cuda_includes,
+    cuda_std_names,
+    cudart_cb,
     cusolver_status_names,
     find_masks,
     hip_forms,
@@ -704,6 +706,31 @@ def renamed_api(files: BuildFiles) -> Evidence | None:
 def cucomplex(files: BuildFiles) -> Evidence | None:
     """cuComplex's names (cuFloatComplex, cuCrealf, make_cuFloatComplex), in any C++/CUDA source of the tree."""
     return _in_sources(cucomplex_names(files.sources))
+
+
+def cudart_callback(files: BuildFiles) -> Evidence | None:
+    """CUDART_CB written on a host callback, in any C++/CUDA source of the tree."""
+    return _in_sources(cudart_cb(files.sources))
+
+
+def cuda_std(files: BuildFiles) -> Evidence | None:
+    """libcu++'s cuda::std through headers the standard library has, in any C++/CUDA source of the tree."""
+    return _in_sources(cuda_std_names(files.sources))
+
+
+# CUDA's home handed to a path join in setup.py (evnn-pytorch's `include_dirs=[..., os.path.join(CUDA_HOME,
+# 'include')]`): None on a ROCm torch, and the join raises TypeError before anything is built.
+CUDA_HOME_JOINED = re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)")
+
+
+def cuda_home_joined(files: BuildFiles) -> Evidence | None:
+    """setup.py of a torch extension with no ROCm path joins CUDA_HOME into a path."""
+    if files.torch is None or files.torch.rocm_aware:
+        return None
+    found = [SourceEdit("setup.py", n, line.strip(), CUDA_HOME_JOINED.pattern,
+                        r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))', True)
+             for n, line in enumerate(files.setup, 1) if CUDA_HOME_JOINED.search(line)]
+    return _in_sources(found[:1])
 
 
 def cusolver_status(files: BuildFiles) -> Evidence | None:
@@ -1464,6 +1491,23 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"unknown type name '(?P<value>cu(?:Float|Double)?Complex)'",
               r"use of undeclared identifier '(?P<value>(?:make_)?cu(?:C\w+|FloatComplex|DoubleComplex))'"),
          files=cucomplex, fixes="replace edits", names="name"),
+    Trap("cudart-cb-left", "CUDART_CB on a host callback, which hipify leaves",
+         "CUDA's runtime marks host callbacks with CUDART_CB (a calling convention, empty but on Windows); HIP has "
+         "no such macro, and `static void CUDART_CB cb(void*)` no longer parses: it is dropped",
+         _source_edits("drop CUDART_CB"), log=(r"(?:variable or field|unknown type name) .CUDART_CB.",),
+         files=cudart_callback, fixes="replace edits"),
+    Trap("cuda-std-to-std", "libcu++'s cuda::std where the standard library has the same",
+         "hipify leaves libcu++'s <cuda/std/...> headers, which ROCm does not have; where the tree uses only those "
+         "the standard library has too (array, utility, type_traits, limits, ...), HIP's clang takes the standard's "
+         "constexpr functions and types in device code: each include and each cuda::std:: becomes the standard's",
+         _source_edits("use the standard library for libcu++'s cuda::std"),
+         log=(r"fatal error: 'cuda/std/(?P<value>[\w/]+)' file not found",), files=cuda_std, fixes="replace edits"),
+    Trap("cuda-home-joined", "CUDA_HOME joined into a path by setup.py",
+         "torch's CUDA_HOME is None on a ROCm torch (ROCm's home is ROCM_HOME), and `os.path.join(CUDA_HOME, "
+         "'include')` raises TypeError before anything is built: the join takes ROCm's home where CUDA's is None",
+         _source_edits("join ROCm's home where CUDA_HOME is None"),
+         log=(r"TypeError: expected str, bytes or os\.PathLike object, not NoneType",), files=cuda_home_joined,
+         fixes="a replace edit"),
     Trap("cusolver-status-names", "cuSOLVER's status names, which hipify leaves",
          "torch's hipify maps cuSOLVER's handles and calls to hipSOLVER's (cusolverDnCreate to hipsolverDnCreate) "
          "but not its status type and codes (cusolverStatus_t, CUSOLVER_STATUS_SUCCESS); hipsolver.h declares each "
