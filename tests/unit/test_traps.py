@@ -1689,3 +1689,22 @@ def test_cuda_home_joined_into_a_path_takes_rocms_home_where_it_is_none(tmp_path
     exec(compile(f"import os\nCUDA_HOME = None\nx = os.path.join({home}, 'include')\n", "s", "exec"), namespace)
     assert str(namespace["x"]).endswith("/include")
     assert "cuda-home-joined" not in _seen(t)
+
+
+def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_demand_is_met(tmp_path):
+    # torchdtw 0.4.2: `use_cuda = CUDA_HOME is not None and sys.platform != "win32"` builds its CUDA extension, and
+    # raises unless TORCH_CUDA_ARCH_LIST is set; no GPU probe, no force variable: the wheel came out CPU-only
+    setup = ("import os, sys\nfrom torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n"
+             "use_cuda = CUDA_HOME is not None and sys.platform != 'win32'\nexts = [CppExtension('d._C', ['d.cpp'])]\n"
+             "if use_cuda:\n    exts.append(CUDAExtension('d._C_cuda', ['k.cu']))\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n", "d.cpp": ""})
+    assert _only_hit(t, "cuda-toolkit-test").evidence.where == "setup.py:3"
+    _drafted(t)
+    assert "use_cuda = True and sys.platform" in (t / "setup.py").read_text()
+    # beside a force variable, the test is left to it
+    forced = tree(tmp_path / "b", {"setup.py": setup.replace("use_cuda = ", "use_cuda = os.getenv('FORCE_CUDA') or "),
+                                   "k.cu": "__global__ void k() {}\n"})
+    assert "cuda-toolkit-test" not in _seen(forced)
+    line = "    You must explicitly set TORCH_CUDA_ARCH_LIST to build from source if CUDA is found."
+    (hit,) = [h for h in in_log([(30, line)], BuildFiles.read(t)) if h.trap.id == "cuda-arch-list-demanded"]
+    assert hit.fix == SetEnv("TORCH_CUDA_ARCH_LIST", "8.0")

@@ -29,7 +29,7 @@ GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
 OFF_WORDS = frozenset({"no", "off", "false", "0", "none", "disable", "disabled", "n", ""})
 # Folders a build made, or that hold other projects: their Python files are not the build's own.
 NOT_READ = frozenset({"build", "dist", "__pycache__", "tests", "test", "third_party", "3rdparty", "vendor", "external"})
-MAX_MODULES = 8  # a setup.py that imports its whole package still reads in a few files
+MAX_MODULES = 40  # a setup.py that imports its whole package still reads in at most this many files
 
 
 @dataclass(frozen=True)
@@ -354,30 +354,49 @@ def _tested_lists(module: ast.Module, rel: str) -> list[tuple[tuple[str, ...], s
 
 
 def local_modules(tree: Path, path: Path) -> list[str]:
-    """The tree's own Python files a build file reaches, as paths relative to the tree: the modules it imports
-    (`from build_utils import FLAGS`, looked for at the tree's top and under src/), and a `.py` file it names
-    in a string (deformops loads its flags from `... / "core" / "configs.py"` with SourceFileLoader). What
-    such a file holds (nvcc's flags) reaches the compiler as surely as setup.py's own lists."""
+    """The tree's own Python files a build file reaches, as paths relative to the tree, in the order they are
+    reached: the modules it imports (`from build_utils import FLAGS`, looked for at the tree's top and under src/),
+    a `.py` file it names in a string (deformops loads its flags from `... / "core" / "configs.py"` with
+    SourceFileLoader), and what those import in turn (colossalai's setup.py imports extensions/, whose
+    cuda_extension.py reads FORCE_CUDA). What such a file holds reaches the build as surely as setup.py's own."""
+    rel = str(path.relative_to(tree))
+    found: dict[str, None] = {}
+    queue = [path]
+    while queue and len(found) < MAX_MODULES:
+        for reached in _reached(tree, queue.pop(0)):
+            if reached != rel and reached not in found and len(found) < MAX_MODULES:
+                found[reached] = None
+                queue.append(tree / reached)
+    return list(found)
+
+
+def _reached(tree: Path, path: Path) -> list[str]:
+    """The tree's Python files one file imports or names."""
     try:
         module = ast.parse(path.read_text(errors="replace"))
     except (OSError, SyntaxError, ValueError, RecursionError):
         return []
-    dotted_names = [a.name for n in ast.walk(module) if isinstance(n, ast.Import) for a in n.names]
-    dotted_names += [n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+    here = path.parent.relative_to(tree).parts
+    dotted_names: list[tuple[str, tuple[str, ...]]] = [(a.name, ()) for n in ast.walk(module) if isinstance(n, ast.Import)
+                                                       for a in n.names]
+    for n in ast.walk(module):
+        if isinstance(n, ast.ImportFrom):  # `from .x import y`: x beside this file; `from . import y`: y beside it
+            base = here[:len(here) - n.level + 1] if n.level else ()
+            names = [n.module] if n.module else [a.name for a in n.names]
+            dotted_names += [(name, base) for name in names]
     named = {n.value.rsplit("/", 1)[-1] for n in ast.walk(module)
              if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"[\w./-]+\.py", n.value)}
     found: list[str] = []
-    for name in dotted_names:
+    for name, base in dotted_names:
         parts = name.split(".")
-        for base in (tree, tree / "src"):
-            found += [str(p.relative_to(tree)) for p in (base.joinpath(*parts[:-1], parts[-1] + ".py"),
-                                                          base.joinpath(*parts, "__init__.py")) if p.is_file()]
+        for top in ([tree.joinpath(*base)] if base else [tree, tree / "src"]):
+            found += [str(p.relative_to(tree)) for p in (top.joinpath(*parts[:-1], parts[-1] + ".py"),
+                                                          top.joinpath(*parts, "__init__.py")) if p.is_file()]
     if named:
         for folder, dirs, names in os.walk(tree):
             dirs[:] = sorted(d for d in dirs if d not in NOT_READ and not d.startswith("."))
             found += [str((Path(folder) / n).relative_to(tree)) for n in sorted(names) if n in named]
-    rel = str(path.relative_to(tree))
-    return sorted({f for f in found if f != rel})[:MAX_MODULES]
+    return list(dict.fromkeys(found))
 
 
 PIP = frozenset({"pip", "pip3"})

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, read_python
+from rocbuild.draft.pysrc import EnvRead, Extension, PyFacts, Text, local_modules, read_python
 
 CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-use_fast_math|--ptxas-options\b.*"
                        r"|-Xptxas\b.*|-lineinfo|--generate-line-info|-gencode\b.*|--generate-code\b.*|--gpu-architecture\b.*"
@@ -77,6 +77,8 @@ def read_torch(tree: Path) -> TorchReading | None:
     """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension, and no module of the
     package compiles kernels at run time with it."""
     files = [p for p in [tree / "setup.py", *sorted((tree / "op_builder").glob("*.py"))] if p.is_file()]
+    if files and files[0].name == "setup.py":  # and the tree's own modules it imports (pysrc.local_modules)
+        files += [p for p in (tree / rel for rel in local_modules(tree, files[0])) if p not in files]
     facts = [read_python(tree, p) for p in files]
     marker = _first(facts, lambda n: "cpp_extension" in n or n.split(".")[-1] in ("CUDAExtension", "BuildExtension"))
     if marker is None:  # a file this Python cannot parse (Python 2, say) is searched as text
@@ -103,6 +105,8 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.arch_flag = next((t.where for f in facts for t in f.texts if "offload-arch" in t.text and t.side != "cuda"), None)
     reading.variables = classify(facts, gpu_gated=any(f.gpu_tests for f in facts), aware=bool(reading.rocm_aware),
                                  gated={name for reads in reading.gpu_reads for name in reads})
+    # of what the modules setup.py imports read, only what steers the build (a run-time SLURM_PROCID is not)
+    reading.variables = [v for v in reading.variables if v.kind != "other" or v.where.startswith(("setup.py:", "op_builder/"))]
     reading.allow_lists = [(targets, where) for f in facts for targets, where, tested in f.gfx_lists if tested]
     cmake = cmake_allow_lists(tree)
     reading.allow_lists += [(targets, where) for targets, where, _ in cmake]

@@ -334,7 +334,9 @@ def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
     probe = gpu_probe(files)
     taken = set(probe.value.split("|")) if probe and probe.value else set()
     tests = [t for t in TOOLKIT_TESTS if t not in taken and any(has(t, line) for _, line in code)]
-    if not set(tests) & set(list(TOOLKIT_TESTS)[1:]):
+    # `CUDA_HOME is not None` alone decides where nothing else can (torchdtw's `use_cuda = CUDA_HOME is not None`)
+    steered = probe is not None or files.torch.gpu_tests or any(v.kind == "force" for v in files.torch.variables)
+    if not tests or (not set(tests) & set(list(TOOLKIT_TESTS)[1:]) and steered):
         return None
     number, line = next((n, line) for n, line in code if any(has(t, line) for t in tests))
     return Evidence(f"setup.py:{number}", line.strip(), "|".join(tests), "setup.py")
@@ -1388,6 +1390,12 @@ TRAPS: tuple[Trap, ...] = (
          "(torch.cuda.get_device_capability(), which a GPU-less builder cannot answer): set, the probe is never "
          "reached; a ROCm torch takes its archs from PYTORCH_ROCM_ARCH all the same", _set_from_files,
          files=arch_before_probe, fixes="an env value"),
+    Trap("cuda-arch-list-demanded", "setup.py refuses without CUDA's arch variable",
+         "setup.py stops unless TORCH_CUDA_ARCH_LIST is set (torchdtw: 'You must explicitly set TORCH_CUDA_ARCH_LIST "
+         "to build from source'); a ROCm torch takes its archs from PYTORCH_ROCM_ARCH and ignores it, so any CUDA "
+         "arch satisfies the test", lambda _f, failure: SetEnv(failure.value, "8.0") if failure and failure.value else None,
+         log=(r"(?i)\b(?:must|need to|please)\b.{0,20}\bset\s+(?P<value>TORCH_CUDA_ARCH_LIST)\b",), draft=False,
+         fixes="an env value"),
     Trap("cuda-toolkit-test", "CUDA's toolkit asked for by setup.py",
          "setup.py builds its CUDA extension only where CUDA_HOME or torch.version.cuda is set, or torch's version "
          "says +cu; on a ROCm torch both are None and its version says +rocm, and its cpp_extension hipifies and "
