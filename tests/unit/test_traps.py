@@ -794,6 +794,18 @@ def test_a_cuda_library_linked_by_name_is_dropped_where_setup_py_names_it(tmp_pa
     line = "/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcuda: No such file or directory"
     (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(t)) if h.trap.id == "cuda-library-linked"]
     assert isinstance(hit.fix, ReplaceText) and re.sub(hit.fix.find, hit.fix.with_, setup).endswith("extra_link_args=[])\n")
+    # vision3d 0.5.2 links CUDA's static runtime by its file: `extra_link_args = ["-l:libcudart_static.a", "-lpthread"]`
+    static = "from torch.utils.cpp_extension import CUDAExtension\ne = CUDAExtension('v', ['k.cu'])\n" \
+             "e.extra_link_args = ['-l:libcudart_static.a', '-lpthread']\n"
+    t = tree(tmp_path / "static", {"setup.py": static, "k.cu": ""})
+    assert _only_hit(t, "cuda-library-linked").evidence.where == "setup.py:3"
+    _drafted(t)
+    assert (t / "setup.py").read_text().endswith("e.extra_link_args = ['-lpthread']\n")
+    line = "  /usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -l:libcudart_static.a: No such file or directory"
+    from rocbuild.draft.logscan import scan
+
+    (error,) = [e for e in scan(line + "\n") if e.kind == "linker"]
+    assert "-l:libcudart_static.a" in error.text
 
 
 def test_a_vendored_library_that_knows_hip_is_kept_out_of_hipify_by_its_breadcrumb(tmp_path):
@@ -1673,14 +1685,14 @@ def test_libcuxx_std_headers_the_standard_has_become_the_standards(tmp_path):
     assert "cuda-std-to-std" not in _seen(atomic)
 
 
-def test_cuda_home_joined_into_a_path_takes_rocms_home_where_it_is_none(tmp_path):
+def test_cuda_home_used_as_a_path_takes_rocms_home_where_it_is_none(tmp_path):
     # evnn-pytorch 0.2.0: `include_dirs=[..., os.path.join(CUDA_HOME, 'include'), os.path.join(CUDA_HOME, 'lib64')]`:
     # TypeError (None) while pip prepared metadata
     setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
              "CUDAExtension('e', ['k.cu'], include_dirs=[os.path.join(CUDA_HOME, 'include'),\n"
              "              os.path.join(CUDA_HOME, 'lib64')])\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
-    assert _only_hit(t, "cuda-home-joined").evidence.where == "setup.py:3"
+    assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:3"
     _drafted(t)
     out = (t / "setup.py").read_text()
     home = '(CUDA_HOME or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
@@ -1688,7 +1700,14 @@ def test_cuda_home_joined_into_a_path_takes_rocms_home_where_it_is_none(tmp_path
     namespace = {"__name__": "x"}
     exec(compile(f"import os\nCUDA_HOME = None\nx = os.path.join({home}, 'include')\n", "s", "exec"), namespace)
     assert str(namespace["x"]).endswith("/include")
-    assert "cuda-home-joined" not in _seen(t)
+    assert "cuda-home-as-path" not in _seen(t)
+    # orionvis 1.1.3: `cuda_home = CUDA_HOME`, then `if not cuda_available or not cuda_home: raise RuntimeError(...)`
+    kept = ("from torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\ndef exts():\n    cuda_home = CUDA_HOME\n"
+            "    if not cuda_home:\n        return []\n    return [CUDAExtension('o', ['k.cu'])]\n")
+    t = tree(tmp_path / "kept", {"setup.py": kept, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:3"
+    _drafted(t)
+    assert f"    cuda_home = {home}\n" in (t / "setup.py").read_text()
 
 
 def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_demand_is_met(tmp_path):

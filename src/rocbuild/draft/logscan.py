@@ -20,9 +20,10 @@ LINKER = re.compile(r"(?P<what>undefined reference to|multiple definition of) [`
                     r"|(?:ld(?:\.lld)?|lld): error: (?P<what2>undefined symbol|duplicate symbol): (?P<sym2>.+)")
 LINKER_OTHER = re.compile(r"^(?:\S*/)?(?:ld(?:\.lld|\.bfd|\.gold)?|collect2)(?:-\d+)?: (?:fatal )?error: (?P<msg>.*)$")
 # GNU ld and lld when a -l library is not found: `/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcuda: No such file
-# or directory` (torch-lap-cuda links CUDA's driver library), `ld.lld: error: unable to find library -lcuda`.
+# or directory` (torch-lap-cuda links CUDA's driver library), `ld.lld: error: unable to find library -lcuda`, and a
+# library named by its file (vision3d's `-l:libcudart_static.a`).
 NO_LIBRARY = re.compile(r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.lld|\.bfd|\.gold)?(?:-\d+)?: (?:error: )?"
-                        r"(?:cannot find|unable to find library) -l(?P<lib>[\w.+-]+)")
+                        r"(?:cannot find|unable to find library) -l(?P<lib>:?[\w.+-]+)")
 CMAKE = re.compile(r"^CMake Error(?: at (?P<where>\S+)(?: \((?P<cmd>\w+)\))?)?:\s*(?P<msg>.*)$")
 TRACEBACK = re.compile(r"^(?P<indent>\s*)Traceback \(most recent call last\):\s*$")
 EXCEPTION = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|NotFound\w*)|KeyError|StopIteration)"

@@ -721,18 +721,22 @@ def cuda_std(files: BuildFiles) -> Evidence | None:
 
 
 # CUDA's home handed to a path join in setup.py (evnn-pytorch's `include_dirs=[..., os.path.join(CUDA_HOME,
-# 'include')]`): None on a ROCm torch, and the join raises TypeError before anything is built.
-CUDA_HOME_JOINED = re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)")
+# 'include')]`), or kept in a variable that is then tested (orionvis' `cuda_home = CUDA_HOME`, then `if not
+# cuda_home: raise`): None on a ROCm torch, where ROCm's home stands for it.
+CUDA_HOME_USED = (re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)"),
+                  re.compile(r"(?P<call>^[ \t]*[a-z_]\w*[ \t]*=[ \t]*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]*(?:#.*)?$)",
+                             re.MULTILINE))
+ROCM_HOME_TOO = r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
 
 
-def cuda_home_joined(files: BuildFiles) -> Evidence | None:
-    """setup.py of a torch extension with no ROCm path joins CUDA_HOME into a path."""
+def cuda_home_used(files: BuildFiles) -> Evidence | None:
+    """setup.py of a torch extension with no ROCm path joins CUDA_HOME into a path, or keeps it in a variable."""
     if files.torch is None or files.torch.rocm_aware:
         return None
-    found = [SourceEdit("setup.py", n, line.strip(), CUDA_HOME_JOINED.pattern,
-                        r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))', True)
-             for n, line in enumerate(files.setup, 1) if CUDA_HOME_JOINED.search(line)]
-    return _in_sources(found[:1])
+    found = [SourceEdit("setup.py", n, line.strip(), form.pattern, ROCM_HOME_TOO, True)
+             for form in CUDA_HOME_USED for n, line in enumerate(files.setup, 1) if form.search(line)]
+    firsts = {e.find: e for e in reversed(found)}  # one edit per form, shown at its first line
+    return _in_sources(sorted(firsts.values(), key=lambda e: e.line))
 
 
 def cusolver_status(files: BuildFiles) -> Evidence | None:
@@ -930,7 +934,8 @@ def cuda_libraries(files: BuildFiles) -> Evidence | None:
     list; stainx's): there is none on ROCm, whatever branch names it."""
     if files.torch is None:
         return None
-    return next((found for lib in ("cudart", "cuda", "nvToolsExt") if (found := _linked(files, lib))), None)
+    return next((found for lib in ("cudart", "cuda", "nvToolsExt", ":libcudart_static.a") if (found := _linked(files, lib))),
+                None)
 
 
 def refused_flag(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
@@ -1510,12 +1515,13 @@ TRAPS: tuple[Trap, ...] = (
          "constexpr functions and types in device code: each include and each cuda::std:: becomes the standard's",
          _source_edits("use the standard library for libcu++'s cuda::std"),
          log=(r"fatal error: 'cuda/std/(?P<value>[\w/]+)' file not found",), files=cuda_std, fixes="replace edits"),
-    Trap("cuda-home-joined", "CUDA_HOME joined into a path by setup.py",
-         "torch's CUDA_HOME is None on a ROCm torch (ROCm's home is ROCM_HOME), and `os.path.join(CUDA_HOME, "
-         "'include')` raises TypeError before anything is built: the join takes ROCm's home where CUDA's is None",
-         _source_edits("join ROCm's home where CUDA_HOME is None"),
-         log=(r"TypeError: expected str, bytes or os\.PathLike object, not NoneType",), files=cuda_home_joined,
-         fixes="a replace edit"),
+    Trap("cuda-home-as-path", "CUDA_HOME used as a path by setup.py",
+         "torch's CUDA_HOME is None on a ROCm torch (ROCm's home is ROCM_HOME): `os.path.join(CUDA_HOME, 'include')` "
+         "raises TypeError before anything is built, and `cuda_home = CUDA_HOME` then `if not cuda_home:` takes the "
+         "CPU path; ROCm's home stands in where CUDA's is None",
+         _source_edits("take ROCm's home where CUDA_HOME is None"),
+         log=(r"TypeError: expected str, bytes or os\.PathLike object, not NoneType",), findings=CPU_ONLY,
+         files=cuda_home_used, fixes="replace edits"),
     Trap("cusolver-status-names", "cuSOLVER's status names, which hipify leaves",
          "torch's hipify maps cuSOLVER's handles and calls to hipSOLVER's (cusolverDnCreate to hipsolverDnCreate) "
          "but not its status type and codes (cusolverStatus_t, CUSOLVER_STATUS_SUCCESS); hipsolver.h declares each "
@@ -1631,7 +1637,7 @@ TRAPS: tuple[Trap, ...] = (
          "setup.py links CUDA's driver or runtime library itself (-lcuda, libraries=['cudart']); on ROCm, torch links "
          "the extension to HIP's runtime, which stands for both, and there is no libcuda: the name is dropped",
          lambda files, _f: _drop_flag(files, None),
-         log=(r"(?:cannot find|unable to find library) -l(?P<value>cuda|cudart|nvToolsExt)\b",),
+         log=(r"(?:cannot find|unable to find library) -l(?P<value>cuda|cudart|nvToolsExt|:libcudart_static\.a)(?![\w.])",),
          locate=linked_library, files=cuda_libraries, fixes="a replace edit", names="library"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
