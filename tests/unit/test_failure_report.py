@@ -262,6 +262,9 @@ def test_a_header_of_its_own_named_by_a_relative_path_is_one_the_sdist_lacks():
                                        "directory")
     assert "sdist-incomplete" in traps("k.hip:4:10: fatal error: '../../common/util.cuh' file not found")
     assert "sdist-incomplete" not in traps("k.cu:3:10: fatal error: glm/glm.hpp: No such file or directory")
+    # evnn-pytorch 0.2.0's lib/blas.h includes <cblas.h>: a system library's header (libopenblas-dev), never packed
+    assert "sdist-incomplete" not in traps("lib/blas_hip.h:85:10: fatal error: cblas.h: No such file or directory")
+    assert "sdist-incomplete" in traps("lib/blas_hip.h:85:10: fatal error: cblas_own.h: No such file or directory")
 
 
 def test_a_package_cmake_only_warned_about_is_not_taken_for_the_cause():

@@ -1783,7 +1783,10 @@ TRAPS: tuple[Trap, ...] = (
                                    # a header of its own (quoted, no folder) never packed: not one of CUDA's
                                    r"fatal error: '?(?!(?:cuda|cu[a-z]+|nv|device_|sm_\d|crt|mma|thrust|cub|math_constants)\w*\.)"
                                    r"(?!(?:math|std\w+|string|limits|float|assert|errno|time|ctype|wchar|signal|fenv"
-                                   r"|complex|inttypes|unistd|pthread|omp|malloc|alloca)\.h\b)"
+                                   r"|complex|inttypes|unistd|pthread|omp|malloc|alloca"
+                                   # a system library's (evnn-pytorch's <cblas.h>: libopenblas-dev), never packed
+                                   r"|cblas|lapacke?|f77blas|openblas\w*|mkl\w*|png|jpeglib|zlib|mpi|nccl|rccl|gmp"
+                                   r"|fftw3f?|hdf5|lz4|zstd)\.h\b)"
                                    r"(?P<value>(?:\.\.?/)*[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)",
                                    # or beside it, named by a relative path (tvdcn's "../deform_conv2d.h")
                                    r"fatal error: '?(?P<value>(?:\.\.?/)+[\w.-]+(?:/[\w.-]+)*\.(?:h|hpp|cuh))'?:? "
