@@ -602,6 +602,11 @@ def test_dispatch_on_a_tensors_type_dispatches_on_its_scalar_type(tmp_path):
     _drafted(t)
     assert (t / "k.cu").read_text() == k.replace("data.type(),", "data.scalar_type(),")  # is_cuda() on type() stays
     assert "torch-api-renamed" not in _seen(t)
+    # lietorch (in wildgs-slam 1.0.7): a dispatch macro of its own, the tensor's type its second argument
+    own = 'void f(at::Tensor a) {\n  DISPATCH_GROUP_AND_FLOATING_TYPES(group_id, a.type(), "exp", ([&] { g(); }));\n}\n'
+    t = tree(tmp_path / "own", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "l.cpp": own})
+    _drafted(t)
+    assert (t / "l.cpp").read_text() == own.replace("a.type(),", "a.scalar_type(),")
 
 
 def test_tests_of_cudas_toolkit_pass_where_setup_py_has_no_rocm_path(tmp_path):
@@ -1654,6 +1659,12 @@ def test_a_vendored_cuda_project_is_hipified_and_only_the_library_inside_it_that
         assert (t / name).read_text() == files[name], name
     assert (t / "thirdparty/dgr/third_party/glm/glm/glm.hpp").read_text() == crumb + knows
     assert (t / "thirdparty/lietorch/eigen/Eigen/src/Macros.h").read_text().startswith(crumb)
+    # the rasterizer's helper_math.h, once vector-operators-redefined guarded it for HIP, still knows no HIP of its
+    # own: a build that failed later reads it so, and adds no breadcrumb to the rasterizer's headers
+    (t / "thirdparty/dgr/cuda_rasterizer/forward.h").write_text(
+        files["thirdparty/dgr/cuda_rasterizer/forward.h"] + "#if !defined(__HIP_PLATFORM_AMD__)  // rocbuild: ...\n#endif\n")
+    hit = _only_hit(t, "vendored-library-hipified") if "vendored-library-hipified" in _seen(t) else None
+    assert hit is None or all("cuda_rasterizer" not in e.file for e in hit.evidence.also)
 
 
 def test_cudart_cb_is_dropped_where_hipify_leaves_it(tmp_path):

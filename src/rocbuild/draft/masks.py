@@ -187,7 +187,9 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
 
 # AT_DISPATCH_*(x.type(), ...): dispatch on a tensor's DeprecatedTypeProperties, whose conversion to ScalarType
 # torch 2.14's dispatch macros no longer take (svox 0.2.32); x.scalar_type() is what they dispatch on.
-DISPATCH_ON_TYPE = re.compile(r"(?P<head>\bAT_DISPATCH_\w+\s*\(\s*[^,;]*?)\.type\(\)\s*,")
+# The same in a dispatch macro of the package's own, the type not first (lietorch's
+# `DISPATCH_GROUP_AND_FLOATING_TYPES(group_id, a.type(), ...)`, whose body calls at::detail::scalar_type).
+DISPATCH_ON_TYPE = re.compile(r"(?P<head>\b\w*DISPATCH_\w+\s*\((?:\s*[\w.]+\s*,){0,2}\s*[^,;()]*?)\.type\(\)\s*,")
 
 
 # cuComplex's names, which hipify leaves as they are (it maps the header and cuComplex alone); HIP's
@@ -368,7 +370,7 @@ def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         library = library_of[rel]
         if library is not None:
-            libraries[library] = libraries.get(library, False) or KNOWS_HIP.search(text) is not None
+            libraries[library] = libraries.get(library, False) or _knows_hip(text)
     # what the package's own files include (a vendored CUDA project's, and a library's that knows no HIP, too)
     included = {m.group("path").lstrip("./") for rel, text in texts.items() if not libraries.get(library_of[rel] or "")
                 for m in INCLUDE.finditer(text)}
@@ -384,6 +386,15 @@ def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
             found.append(SourceEdit(rel, line_of(text, at), f"included as {entry}" if entry else _text(text, at),
                                     r"\A", BREADCRUMB, True))
     return found
+
+
+def _knows_hip(text: str) -> bool:
+    """A HIP test of the file's own: not one a rocbuild edit wrote (vector-operators-redefined's guard)."""
+    for match in KNOWS_HIP.finditer(text):
+        end = text.find("\n", match.end())
+        if "rocbuild" not in text[text.rfind("\n", 0, match.start()) + 1:end if end >= 0 else None]:
+            return True
+    return False
 
 
 def _vendored_library(rel: str) -> str | None:
