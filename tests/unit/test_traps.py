@@ -1738,3 +1738,17 @@ def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_de
     line = "    You must explicitly set TORCH_CUDA_ARCH_LIST to build from source if CUDA is found."
     (hit,) = [h for h in in_log([(30, line)], BuildFiles.read(t)) if h.trap.id == "cuda-arch-list-demanded"]
     assert hit.fix == SetEnv("TORCH_CUDA_ARCH_LIST", "8.0")
+
+
+def test_the_old_libstdcxx_abi_forced_by_setup_py_is_dropped(tmp_path):
+    # evnn-pytorch 0.2.0 and pytorch-cgx 0.1.1 hard-code -D_GLIBCXX_USE_CXX11_ABI=0 in their cxx and nvcc flags;
+    # torch 2.14 is built with the C++11 ABI, and BuildExtension passes that one itself
+    setup = ("from torch.utils.cpp_extension import CUDAExtension\n"
+             "CUDAExtension('e', ['k.cu'], extra_compile_args={'cxx': ['-O3', '-D_GLIBCXX_USE_CXX11_ABI=0'],\n"
+             "              'nvcc': ['-D_GLIBCXX_USE_CXX11_ABI=0', '-O3']})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cxx11-abi-forced").evidence.where == "setup.py:2"
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    assert "_GLIBCXX_USE_CXX11_ABI" not in out and "'cxx': ['-O3']" in out and "'nvcc': ['-O3']" in out
+    assert "cxx11-abi-forced" not in _seen(t)

@@ -976,6 +976,25 @@ def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
                     tuple(found))
 
 
+OLD_ABI = "-D_GLIBCXX_USE_CXX11_ABI=0"
+
+
+def abi_forced(files: BuildFiles) -> Evidence | None:
+    """setup.py (or a module it imports) of a torch extension hands the compiler libstdc++'s old ABI itself."""
+    if files.torch is None:
+        return None
+    texts = {"setup.py": files.setup, **files.helpers}
+    found: list[SourceEdit] = []
+    for rel, lines in texts.items():
+        for number, line in enumerate(lines, 1):
+            if OLD_ABI in line and not line.lstrip().startswith("#"):
+                fix = _drop_flag(Evidence(f"{rel}:{number}", line, OLD_ABI, rel), None)
+                if isinstance(fix, ReplaceText) and re.search(fix.find, line):
+                    found.append(SourceEdit(rel, number, line.strip(), fix.find, fix.with_, True))
+                    break  # one edit per file drops every such flag in it
+    return _in_sources(found)
+
+
 def native_arch(files: BuildFiles) -> Evidence | None:
     """An arch variable whose default is 'native'."""
     torch = files.torch
@@ -1643,6 +1662,11 @@ TRAPS: tuple[Trap, ...] = (
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
          files=cuda_flags_for_hipcc, locate=refused_flag, fixes="a replace edit"),
+    Trap("cxx11-abi-forced", "libstdc++'s old ABI asked for by setup.py",
+         "setup.py passes -D_GLIBCXX_USE_CXX11_ABI=0, as torch's wheels once needed; torch 2.7 and newer are built "
+         "with the C++11 ABI, and torch's BuildExtension passes the ABI its torch was built with: the forced flag "
+         "leaves torch's own symbols undefined. It is dropped",
+         _source_edits("drop the forced old libstdc++ ABI"), files=abi_forced, fixes="replace edits"),
     Trap("nvcc-flag-value", "an nvcc flag's value taken by clang for a file",
          "nvcc's options that take a value (--threads 2) are not clang's: clang drops the flag and reads the "
          "value as an input file", _drop_pair,
