@@ -1752,3 +1752,12 @@ def test_the_old_libstdcxx_abi_forced_by_setup_py_is_dropped(tmp_path):
     out = (t / "setup.py").read_text()
     assert "_GLIBCXX_USE_CXX11_ABI" not in out and "'cxx': ['-O3']" in out and "'nvcc': ['-O3']" in out
     assert "cxx11-abi-forced" not in _seen(t)
+
+
+def test_nvcc_runtime_choice_is_a_cuda_flag_the_drafter_drops(tmp_path):
+    # vision3d 0.5.2: `nvcc: ["-std=c++20", "--cudart=static"]` cost a try ("unknown argument: '--cudart=static'")
+    setup = ("from torch.utils.cpp_extension import CUDAExtension\n"
+             "CUDAExtension('v._C', ['k.cu'], extra_compile_args={'nvcc': ['-std=c++20', '--cudart=static']})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    _drafted(t)
+    assert "'nvcc': ['-std=c++20']" in (t / "setup.py").read_text()

@@ -22,7 +22,7 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
                        r"|-arch=(?:sm|compute)_\w+|-code=\S+|--gpu-code\b.*|-?-diag-suppress\b.*|-Xcudafe\b.*"
                        r"|-?-maxrregcount\b.*|--threads\b.*|--default-stream\b.*|-Xcompiler\b.*|--compiler-options\b.*"
                        r"|-ccbin\b.*|--fmad\b.*|--prec-(?:div|sqrt)\b.*|-?-ftz\b.*|-?-res-usage|--resource-usage"
-                       r"|-?-extended-lambda|--relocatable-device-code\b.*|-rdc\b.*)$")
+                       r"|-?-extended-lambda|--relocatable-device-code\b.*|-rdc\b.*|--cudart[= ]\w+)$")
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    # a package's own extension switch (basicsr's BASICSR_EXT: 'True' builds its CUDA ops)
                    r"|^[A-Z][A-Z0-9]*_EXT$"
