@@ -1761,3 +1761,12 @@ def test_nvcc_runtime_choice_is_a_cuda_flag_the_drafter_drops(tmp_path):
     t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
     _drafted(t)
     assert "'nvcc': ['-std=c++20']" in (t / "setup.py").read_text()
+
+
+def test_cudas_device_trap_becomes_clangs_builtin(tmp_path):
+    # wildgs-slam 1.0.7's diff-gaussian-rasterization: auxiliary.h calls `__trap();` (undeclared on HIP)
+    aux = "__device__ void check(bool ok) {\n  if (!ok) {\n    __trap();\n  }\n}\nvoid my__trap();\n"
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "aux.h": aux})
+    assert _only_hit(t, "device-trap-intrinsic").evidence.where == "aux.h:3"
+    _drafted(t)
+    assert (t / "aux.h").read_text() == aux.replace("    __trap();", "    __builtin_trap();")

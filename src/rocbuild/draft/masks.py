@@ -603,3 +603,12 @@ def cuda_std_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     if not used or not used <= set(STD_OF_CUDA):
         return []
     return renames(texts, [(CUDA_STD_INCLUDE, r"\1<\2>"), (CUDA_STD_NAME, "std::")])
+
+
+# CUDA's device __trap(), which HIP does not declare; clang's __builtin_trap() stops a kernel on both.
+DEVICE_TRAP = re.compile(r"(?<![\w.])__trap\s*\(\s*\)")
+
+
+def device_traps(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file that calls CUDA's __trap(), as one regex edit to __builtin_trap()."""
+    return renames(texts, [(DEVICE_TRAP, "__builtin_trap()")])

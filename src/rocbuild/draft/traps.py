@@ -45,6 +45,7 @@ from rocbuild.draft.masks import (
     cuda_std_names,
     cudart_cb,
     cusolver_status_names,
+    device_traps,
     find_masks,
     hip_forms,
     hipified,
@@ -713,6 +714,11 @@ def cucomplex(files: BuildFiles) -> Evidence | None:
 def cudart_callback(files: BuildFiles) -> Evidence | None:
     """CUDART_CB written on a host callback, in any C++/CUDA source of the tree."""
     return _in_sources(cudart_cb(files.sources))
+
+
+def device_trap(files: BuildFiles) -> Evidence | None:
+    """A call of CUDA's device __trap(), in any C++/CUDA source of the tree."""
+    return _in_sources(device_traps(files.sources))
 
 
 def cuda_std(files: BuildFiles) -> Evidence | None:
@@ -1528,6 +1534,11 @@ TRAPS: tuple[Trap, ...] = (
          "no such macro, and `static void CUDART_CB cb(void*)` no longer parses: it is dropped",
          _source_edits("drop CUDART_CB"), log=(r"(?:variable or field|unknown type name) .CUDART_CB.",),
          files=cudart_callback, fixes="replace edits"),
+    Trap("device-trap-intrinsic", "CUDA's __trap(), which HIP does not declare",
+         "CUDA code stops a kernel with __trap(); HIP has no such function (use of undeclared identifier), and "
+         "clang's __builtin_trap() does the same on both: each call becomes that",
+         _source_edits("call __builtin_trap() for CUDA's __trap()"),
+         log=(r"use of undeclared identifier '__trap'",), files=device_trap, fixes="replace edits"),
     Trap("cuda-std-to-std", "libcu++'s cuda::std where the standard library has the same",
          "hipify leaves libcu++'s <cuda/std/...> headers, which ROCm does not have; where the tree uses only those "
          "the standard library has too (array, utility, type_traits, limits, ...), HIP's clang takes the standard's "
