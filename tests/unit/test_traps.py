@@ -1770,3 +1770,19 @@ def test_cudas_device_trap_becomes_clangs_builtin(tmp_path):
     assert _only_hit(t, "device-trap-intrinsic").evidence.where == "aux.h:3"
     _drafted(t)
     assert (t / "aux.h").read_text() == aux.replace("    __trap();", "    __builtin_trap();")
+
+
+def test_eigens_member_templates_get_the_template_keyword_once_clang_asked_for_it(tmp_path):
+    # lietorch (in wildgs-slam 1.0.7): `Eigen::Map<PointGrad>(dp + i*3) = dq * X.Matrix4x4().block<3,3>(0,0);` in a
+    # templated kernel; clang: "reference to non-static member function must be called"
+    kernel = ("template <typename G> __global__ void k(G X, float* dp) {\n"
+              "  auto m = X.Matrix4x4().block<3,3>(0,0);\n  auto v = a.head<3>();\n  bool lt = node.head < 3;\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "g.cu": kernel})
+    assert "template-keyword-missing" not in _seen(t)  # the drafter leaves it: nvcc takes it as it is
+    line = "g.hip:2:40: error: reference to non-static member function must be called"
+    (hit,) = [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "template-keyword-missing"]
+    assert isinstance(hit.fix, Edits)
+    (edit,) = hit.fix.edits
+    out = re.sub(edit.find, edit.with_, kernel)
+    assert "X.Matrix4x4().template block<3,3>(0,0)" in out and "a.template head<3>()" in out
+    assert "node.head < 3" in out

@@ -612,3 +612,17 @@ DEVICE_TRAP = re.compile(r"(?<![\w.])__trap\s*\(\s*\)")
 def device_traps(texts: Mapping[str, str]) -> list[SourceEdit]:
     """Each file that calls CUDA's __trap(), as one regex edit to __builtin_trap()."""
     return renames(texts, [(DEVICE_TRAP, "__builtin_trap()")])
+
+
+# Eigen's member templates called on a dependent expression (lietorch's `X.Matrix4x4().block<3,3>(0,0)` in a
+# template): nvcc takes them, clang asks for the `template` keyword, which C++11 allows anywhere before one.
+EIGEN_MEMBER_TEMPLATE = re.compile(
+    r"(?P<head>[\w)\]])\.(?P<name>block|head|tail|segment|topLeftCorner|topRightCorner|bottomLeftCorner"
+    r"|bottomRightCorner|topRows|bottomRows|leftCols|rightCols|middleRows|middleCols|cast)"
+    r"(?=<[^<>;()]*>\s*\()")
+
+
+def member_templates(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each CUDA file that calls one of Eigen's member templates with a template argument list, as one regex edit
+    that writes the `template` keyword before it."""
+    return renames(texts, [(EIGEN_MEMBER_TEMPLATE, r"\g<head>.template \g<name>")], only=(".cu", ".cuh"))

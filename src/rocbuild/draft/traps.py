@@ -52,6 +52,7 @@ from rocbuild.draft.masks import (
     kernel_pointers,
     ldg_calls,
     line_of,
+    member_templates,
     read_sources,
     renamed_torch_api,
     rounding_intrinsics,
@@ -714,6 +715,11 @@ def cucomplex(files: BuildFiles) -> Evidence | None:
 def cudart_callback(files: BuildFiles) -> Evidence | None:
     """CUDART_CB written on a host callback, in any C++/CUDA source of the tree."""
     return _in_sources(cudart_cb(files.sources))
+
+
+def eigen_member_templates(files: BuildFiles) -> Evidence | None:
+    """Once clang asked for it: Eigen's member templates called with a template argument list in CUDA sources."""
+    return _in_sources(member_templates(files.sources))
 
 
 def device_trap(files: BuildFiles) -> Evidence | None:
@@ -1534,6 +1540,14 @@ TRAPS: tuple[Trap, ...] = (
          "no such macro, and `static void CUDART_CB cb(void*)` no longer parses: it is dropped",
          _source_edits("drop CUDART_CB"), log=(r"(?:variable or field|unknown type name) .CUDART_CB.",),
          files=cudart_callback, fixes="replace edits"),
+    Trap("template-keyword-missing", "a member template called without `template`, which clang requires",
+         "on a dependent expression (inside a template) C++ needs `x.template block<3,3>(0,0)`; nvcc takes it "
+         "without, clang does not ('reference to non-static member function must be called'). Eigen's member "
+         "templates in the CUDA sources get the keyword, which C++11 allows before any template-id",
+         _source_edits("write `template` before Eigen's member templates"),
+         log=(r"error: reference to non-static member function must be called",
+              r"error: (?:use 'template' keyword to treat '\w+' as a dependent template name|missing 'template' keyword)"),
+         after_failure=eigen_member_templates, draft=False, fixes="replace edits"),
     Trap("device-trap-intrinsic", "CUDA's __trap(), which HIP does not declare",
          "CUDA code stops a kernel with __trap(); HIP has no such function (use of undeclared identifier), and "
          "clang's __builtin_trap() does the same on both: each call becomes that",
