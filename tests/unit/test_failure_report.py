@@ -311,3 +311,21 @@ def test_libcuxx_header_not_found_is_a_cuda_feature_not_a_gpu_probe():
     line = "litegs/submodules/gaussian_raster/binning.hip:26:10: fatal error: 'cuda/atomic' file not found"
     assert [h.trap.id for h in in_log([(1, line)], None)] == ["cuda-feature-missing"]
     assert "gpu-probe-at-build" in [h.trap.id for h in in_log([(1, "Warning: CUDA not available, skipping")], None)]
+
+
+def test_a_generator_scikit_build_tries_and_goes_past_is_not_the_cause():
+    # d3d 0.1.0rc0 (scikit-build 0.x): its generator trial failed for Ninja, then Unix Makefiles worked; the report
+    # named the Ninja trial first, 270 lines before the CMake errors that stopped the build
+    from rocbuild.draft.logscan import scan
+
+    trial = ["  -- Trying 'Ninja' generator", "  --------------------------------",
+             '  CMake Error: CMake was unable to find a build program corresponding to "Ninja".  CMAKE_MAKE_PROGRAM is '
+             "not set.  You probably need to select a different build tool.",
+             "  -- Configuring incomplete, errors occurred!", "  -- Trying 'Ninja' generator - failure",
+             "  -- Trying 'Unix Makefiles' generator", "  -- Configuring done (0.4s)",
+             "  -- Trying 'Unix Makefiles' generator - success"]
+    after = ["  CMake Error at CMakeLists.txt:47 (string):", "    string sub-command REPLACE requires at least four arguments.",
+             "", "", "  -- Configuring incomplete, errors occurred!"]
+    errors = scan("\n".join(trial + ["  -- Found PythonLibs: libpython3.14.so"] + after) + "\n")
+    assert errors and errors[0].kind == "cmake" and "CMakeLists.txt:47" in errors[0].text
+    assert not any("Ninja" in e.text for e in errors)

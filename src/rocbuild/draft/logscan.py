@@ -96,10 +96,19 @@ def scan(text: str) -> list[LogError]:
     return [e for e in errors if e.cause] + [e for e in errors if not e.cause]
 
 
+# scikit-build (classic) tries CMake's generators in turn, each in a test project: a generator it then goes past
+# (`CMake was unable to find a build program corresponding to "Ninja"`) fails inside such a block.
+GENERATOR_TRIAL = re.compile(r"^-- Trying '(?P<name>[^']+)' generator$")
+
+
 def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
     """The error that starts at line i, and where to go on reading."""
     raw = lines[i]
     line = raw.strip()
+    trial = GENERATOR_TRIAL.match(line)
+    if trial:  # past the trial, when it ends; an error in it is the trial's, not the build's
+        end = f"-- Trying '{trial.group('name')}' generator - "
+        return None, next((j + 1 for j in range(i + 1, len(lines)) if lines[j].strip().startswith(end)), i + 1)
     match = TRACEBACK.match(raw)
     if match:
         return _traceback(lines, i, len(match.group("indent")))
