@@ -1226,6 +1226,9 @@ def test_a_triton_package_expects_no_device_code_and_requires_rocms_triton(tmp_p
     # an extension built at install is not a Triton package, whatever it imports
     (t / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\nx = CUDAExtension('a', ['b.cu'])\n")
     assert "triton-kernels" not in _seen(t)
+    # nor is DeepSpeed 0.19.8, whose setup.py appends its op builders' extensions to `ext_modules = []`
+    (t / "setup.py").write_text("ext_modules = []\nif BUILD_OPS:\n    ext_modules.append(builder.builder())\n")
+    assert "triton-kernels" not in _seen(t)
 
 
 def test_a_cuda_arch_variable_read_before_the_gpu_is_asked_is_set(tmp_path):

@@ -436,7 +436,9 @@ FULL_API = ((LIMITED_API.pattern, "py_limited_api=False"),
 
 def _compiles_itself(files: BuildFiles) -> bool:
     """Whether the sdist's own build compiles something: an extension in setup.py, or a top CMakeLists.txt."""
-    return bool(files.cmake) or re.search(r"Extension\s*\(|cpp_extension|ext_modules\s*=\s*\[\s*\w",
+    # DeepSpeed's `ext_modules = []`, then `ext_modules.append(builder.builder())` under DS_BUILD_OPS
+    return bool(files.cmake) or re.search(r"Extension\s*\(|cpp_extension|ext_modules\s*=\s*\[\s*\w"
+                                          r"|ext_modules\s*(?:\.\s*(?:append|extend)\s*\(|\+=)",
                                           "\n".join(files.setup)) is not None
 
 
