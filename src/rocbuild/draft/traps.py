@@ -1938,13 +1938,10 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
     its first match."""
     hits = []
     for trap in TRAPS:
-        matches = [(n, text, m) for n, text in lines for m in [trap.on_log(text)] if m]
-        if not matches:
+        found = _first_match(trap, lines)
+        if found is None:
             continue
-        # Of a trap's lines, the first that names a place (clang's note naming the file of a warp call) is where
-        # locate looks; the first line is the evidence otherwise.
-        placed = [f for f in matches if _names_place(f[2])] if trap.locate is not None else []
-        number, text, match = (placed or matches)[0]
+        number, text, match = found
         value = match.groupdict().get("value")
         if value is None and trap.names == "blocked host":  # "name resolution" names no host: the URL before it
             value = _host_before(lines, number)
@@ -1956,6 +1953,20 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
     return hits
+
+
+def _first_match(trap: Trap, lines: list[tuple[int, str]]) -> tuple[int, str, re.Match[str]] | None:
+    """The trap's first line in the log; for a trap that locates its fix, the first that names a place (clang's
+    note naming the file of a warp call), where there is one."""
+    first = None
+    for number, text in lines:
+        match = trap.on_log(text)
+        if match is None:
+            continue
+        first = first or (number, text, match)
+        if trap.locate is None or _names_place(match):
+            return number, text, match
+    return first
 
 
 def _names_place(match: re.Match[str]) -> bool:
