@@ -71,14 +71,15 @@ class TorchReading:
     on_values: dict[str, str] = field(default_factory=dict)  # the literal a variable is compared with to turn it on
     notes: list[str] = field(default_factory=list)  # what could not be decided, and the traps found
     hip_flags: list[tuple[str, str]] = field(default_factory=list)  # (flag, where): CUDA-only flags hipcc is given
+    modules: list[str] = field(default_factory=list)  # the tree's own modules setup.py reaches (pysrc.local_modules)
 
 
 def read_torch(tree: Path) -> TorchReading | None:
     """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension, and no module of the
     package compiles kernels at run time with it."""
     files = [p for p in [tree / "setup.py", *sorted((tree / "op_builder").glob("*.py"))] if p.is_file()]
-    if files and files[0].name == "setup.py":  # and the tree's own modules it imports (pysrc.local_modules)
-        files += [p for p in (tree / rel for rel in local_modules(tree, files[0])) if p not in files]
+    modules = local_modules(tree, files[0]) if files and files[0].name == "setup.py" else []
+    files += [p for p in (tree / rel for rel in modules) if p not in files]  # the tree's own modules it imports
     facts = [read_python(tree, p) for p in files]
     marker = _first(facts, lambda n: "cpp_extension" in n or n.split(".")[-1] in ("CUDAExtension", "BuildExtension"))
     if marker is None:  # a file this Python cannot parse (Python 2, say) is searched as text
@@ -89,7 +90,7 @@ def read_torch(tree: Path) -> TorchReading | None:
         marker = ("cpp_extension.load", jit)
     if marker is None:
         return None
-    reading = TorchReading(marker=f"torch.utils.cpp_extension at {marker[1]}")
+    reading = TorchReading(marker=f"torch.utils.cpp_extension at {marker[1]}", modules=modules)
     reading.notes += [f"{f.unreadable}: not parsed (not Python 3?), nothing was read from it: check it by hand"
                       for f in facts if f.unreadable]
     reading.rocm_aware = _rocm_markers(facts)

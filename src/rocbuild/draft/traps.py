@@ -61,6 +61,7 @@ from rocbuild.draft.masks import (
     vector_helpers,
     vendored_hip_headers,
 )
+from rocbuild.draft.needle import Needled, needled
 from rocbuild.draft.pysrc import EnvRead, local_modules, pip_runs, read_python
 from rocbuild.draft.torch_reading import (
     AUTO_CUDA,
@@ -135,7 +136,8 @@ class BuildFiles:
         setup = self.tree / "setup.py"
         if not self.setup or not setup.is_file():
             return {}
-        return {rel: (self.tree / rel).read_text(errors="replace").splitlines() for rel in local_modules(self.tree, setup)}
+        modules = self.torch.modules if self.torch is not None else local_modules(self.tree, setup)
+        return {rel: (self.tree / rel).read_text(errors="replace").splitlines() for rel in modules}
 
     def lines(self) -> list[tuple[str, int, str]]:
         return [("setup.py", n, t) for n, t in enumerate(self.setup, 1)] + \
@@ -159,8 +161,10 @@ class Trap:
     fixes: str = ""  # what kind of recipe data the fix is, for the reference
     names: str = ""  # what the value a log detector takes is (the report shows it): "blocked host", ...
 
-    def on_log(self, line: str) -> re.Match[str] | None:
-        return next((m for p in self.log for m in [re.search(p, line)] if m), None)
+    def on_log(self, line: str, alive: tuple[Needled, ...] | None = None) -> re.Match[str] | None:
+        """The first of its patterns (or of those `alive`, the ones the whole log can match) `line` matches."""
+        patterns = alive if alive is not None else tuple(needled(p) for p in self.log)
+        return next((m for p in patterns for m in [p.search(line)] if m), None)
 
 
 # -- detectors on the build files ------------------------------------------------------------------------
@@ -976,18 +980,22 @@ def cuda_flags_for_hipcc(files: BuildFiles) -> Evidence | None:
                   if not text.lstrip().startswith("#") for flag in re.findall(r"""["']([^"']+)["']""", text)
                   if CUDA_FLAG.match(flag)]
     texts = {"setup.py": files.setup, **files.helpers}
-    found: list[SourceEdit] = []
-    for flag, where in flags:
-        rel, number = where.rsplit(":", 1)
-        fix = _drop_flag(Evidence(where, texts[rel][int(number) - 1], flag, rel), None)
-        # a flag the edit would not find on its line is a test's operand (`"--use_fast_math" in flags`)
-        if isinstance(fix, ReplaceText) and re.search(fix.find, texts[rel][int(number) - 1]):
-            found.append(SourceEdit(rel, int(number), flag, fix.find, fix.with_, True))
+    found = [edit for flag, where in flags for rel, number in [where.rsplit(":", 1)]
+             if (edit := _flag_edit(rel, int(number), texts[rel][int(number) - 1], flag, flag))]
     if not found:
         return None
     first = found[0]
     return Evidence(f"{first.file}:{first.line}", texts[first.file][first.line - 1].strip(), first.text, first.file,
                     tuple(found))
+
+
+def _flag_edit(rel: str, number: int, line: str, flag: str, shown: str) -> SourceEdit | None:
+    """The edit that drops `flag` from line `number` of `rel`, where the edit finds it on that line: a flag it
+    would not find is a test's operand (`"--use_fast_math" in flags`), which is left alone."""
+    fix = _drop_flag(Evidence(f"{rel}:{number}", line, flag, rel), None)
+    if isinstance(fix, ReplaceText) and re.search(fix.find, line):
+        return SourceEdit(rel, number, shown, fix.find, fix.with_, True)
+    return None
 
 
 OLD_ABI = "-D_GLIBCXX_USE_CXX11_ABI=0"
@@ -1001,11 +1009,10 @@ def abi_forced(files: BuildFiles) -> Evidence | None:
     found: list[SourceEdit] = []
     for rel, lines in texts.items():
         for number, line in enumerate(lines, 1):
-            if OLD_ABI in line and not line.lstrip().startswith("#"):
-                fix = _drop_flag(Evidence(f"{rel}:{number}", line, OLD_ABI, rel), None)
-                if isinstance(fix, ReplaceText) and re.search(fix.find, line):
-                    found.append(SourceEdit(rel, number, line.strip(), fix.find, fix.with_, True))
-                    break  # one edit per file drops every such flag in it
+            edit = _flag_edit(rel, number, line, OLD_ABI, line.strip()) if OLD_ABI in line else None
+            if edit and not line.lstrip().startswith("#"):
+                found.append(edit)
+                break  # one edit per file drops every such flag in it
     return _in_sources(found)
 
 
@@ -1936,9 +1943,11 @@ def in_build_files(files: BuildFiles) -> list[Hit]:
 def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
     """Each trap whose log detector matches one of `lines` ((log line, text), the errors first), once, at
     its first match."""
+    whole = "\n".join(text for _, text in lines)  # most traps' patterns match nowhere in it: those are not run
     hits = []
     for trap in TRAPS:
-        found = _first_match(trap, lines)
+        alive = tuple(p for p in map(needled, trap.log) if p.anywhere(whole))
+        found = _first_match(trap, lines, alive) if alive else None
         if found is None:
             continue
         number, text, match = found
@@ -1955,12 +1964,13 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
     return hits
 
 
-def _first_match(trap: Trap, lines: list[tuple[int, str]]) -> tuple[int, str, re.Match[str]] | None:
+def _first_match(trap: Trap, lines: list[tuple[int, str]],
+                 alive: tuple[Needled, ...]) -> tuple[int, str, re.Match[str]] | None:
     """The trap's first line in the log; for a trap that locates its fix, the first that names a place (clang's
     note naming the file of a warp call), where there is one."""
     first = None
     for number, text in lines:
-        match = trap.on_log(text)
+        match = trap.on_log(text, alive)
         if match is None:
             continue
         first = first or (number, text, match)
