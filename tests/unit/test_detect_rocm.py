@@ -58,3 +58,16 @@ def test_version_compares_with_strings():
         v < "not a version"
 
 
+
+
+def test_a_system_librarys_header_is_found_in_the_system_include_folders(tmp_path):
+    """requires.headers: a ROCm header is looked for under the ROCm include folder; a system library's
+    (cblas.h, which Debian's libopenblas-dev puts in the multiarch folder) in the system's too."""
+    rocm = find_rocm(str(make_rocm_tree(tmp_path / "rocm", "6.1.0")), environ={})
+    assert rocm is not None and not rocm.finds_header("rocbuild-test-cblas.h")
+    system = tmp_path / "usr-include" / "x86_64-linux-gnu"
+    (system / "rocbuild-test-cblas.h").parent.mkdir(parents=True)
+    (system / "rocbuild-test-cblas.h").write_text("")
+    rocm.system_include_dirs = [tmp_path / "usr-include", system]
+    assert rocm.finds_header("rocbuild-test-cblas.h") and not rocm.has_header("rocbuild-test-cblas.h")
+    assert system in rocm.header_dirs()

@@ -71,6 +71,8 @@ FAMILIES = {
     "hip-form-differs.log": ("compiler", "use of undeclared identifier '__floats2bfloat162_rn'", "hip-form-differs"),
     "half2-minmax.log": ("compiler", "use of undeclared identifier '__hmax2'", "hip-form-differs"),
     "limited-api-pybind11.log": ("compiler", "unknown type name 'Py_buffer'", "limited-api-with-pybind11"),
+    "system-library-header.log": ("compiler", "blas_hip.h:85:10: fatal error: cblas.h: No such file or directory",
+                                  "system-library-header"),
     "bf16-host-compiler.log": ("compiler", "amd_hip_bf16.h:350:43: error: static assertion failed",
                                "bf16-header-for-host-compiler"),
     "python-version-list.log": ("cmake", "CMake Error at cmake/utils.cmake:15 (message)", "python-version-allow-list"),

@@ -1789,3 +1789,16 @@ def test_eigens_member_templates_get_the_template_keyword_once_clang_asked_for_i
     out = re.sub(edit.find, edit.with_, kernel)
     assert "X.Matrix4x4().template block<3,3>(0,0)" in out and "a.template head<3>()" in out
     assert "node.head < 3" in out
+
+
+def test_a_system_librarys_header_is_required_and_named_as_its_package():
+    """evnn-pytorch's <cblas.h>: requires.headers names it, and a root's apt offers it as libopenblas-dev."""
+    from rocbuild.roots.packages import Wanted, map_requirements
+
+    text = (REPO / "tests/data/failure-logs/system-library-header.log").read_text()
+    hits = {h.trap.id: h for h in in_log(list(enumerate(text.splitlines(), 1)), None)}
+    fix = hits["system-library-header"].fix
+    assert fix == Require("headers", ("cblas.h",))
+    assert "sdist-incomplete" not in hits  # a system library's header is never the sdist's own
+    mapping = map_requirements(Wanted.of(headers=fix.names), {"libopenblas-dev", "libblas-dev"})
+    assert mapping.packages == {"header 'cblas.h'": "libopenblas-dev"}

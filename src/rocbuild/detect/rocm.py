@@ -106,6 +106,9 @@ class Rocm:
     hipcc: Path | None = None
     include_dir: Path | None = None
     device_lib_dir: Path | None = None  # the device libraries' bitcode (ockl.bc, ...) clang links into kernels
+    # Where the compilers find a system library's headers (cblas.h, png.h): /usr/local/include, /usr/include and
+    # its multiarch folders (Debian's libopenblas-dev puts cblas.h in /usr/include/x86_64-linux-gnu).
+    system_include_dirs: list[Path] = field(default_factory=list)
 
     @property
     def amd_tree(self) -> bool:
@@ -122,6 +125,16 @@ class Rocm:
             return False
         path = self.include_dir / name
         return path.is_file() and within(path, self.include_dir, follow_links=True)
+
+    def finds_header(self, name: str) -> bool:
+        """Whether a compile finds header `name`: in the ROCm include folder, or in the system's, where a system
+        library's header (cblas.h) is."""
+        if self.has_header(name):
+            return True
+        return any((d / name).is_file() and within(d / name, d, follow_links=True) for d in self.system_include_dirs)
+
+    def header_dirs(self) -> list[Path]:
+        return [d for d in [self.include_dir, *self.system_include_dirs] if d is not None]
 
     def cmake_package(self, name: str) -> Path | None:
         """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""
@@ -275,7 +288,14 @@ def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm
         hipcc=hipcc,
         include_dir=prefix / "include" if (prefix / "include").is_dir() else None,
         device_lib_dir=_device_libs(prefix, compiler),
+        system_include_dirs=_system_include_dirs(),
     )
+
+
+def _system_include_dirs() -> list[Path]:
+    usr = Path("/usr/include")
+    multiarch = sorted(p for p in usr.glob("*-linux-gnu*") if p.is_dir()) if usr.is_dir() else []
+    return [d for d in [Path("/usr/local/include"), usr, *multiarch] if d.is_dir()]
 
 
 def _device_libs(prefix: Path, compiler: Path | None) -> Path | None:

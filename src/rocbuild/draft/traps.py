@@ -73,6 +73,7 @@ from rocbuild.draft.torch_reading import (
     package_modules,
     read_torch,
 )
+from rocbuild.roots.packages import SYSTEM_HEADERS
 
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
 # build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
@@ -1398,6 +1399,10 @@ def _rocm_package(_files: Evidence | None, failure: Evidence | None) -> Fix | No
     return Require("cmake-packages", (failure.value,)) if ROCM_PACKAGE.match(failure.value) else None
 
 
+def _system_header(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    return Require("headers", (failure.value,)) if failure and failure.value in SYSTEM_HEADERS else None
+
+
 def _memory(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
     per_job = failure.value if failure and failure.value else "2GiB"
     number = float(re.sub(r"[^\d.]", "", per_job) or 2)
@@ -1850,6 +1855,13 @@ TRAPS: tuple[Trap, ...] = (
                                    r"fatal error: '?(?P<value>(?:\.\.?/)+[\w.-]+(?:/[\w.-]+)*\.(?:h|hpp|cuh))'?:? "
                                    r"(?:file not found|No such file)"),
          draft=False, fixes="by hand", names="file"),
+    Trap("system-library-header", "a system library's header the build includes is not installed",
+         "a package that links a system library (OpenBLAS for cblas.h, libpng, zlib) needs its -dev package, which no "
+         "pip requirement brings: requires.headers names it, and --install-missing (or `rocbuild root install`) "
+         "installs its Debian package into a root",
+         _system_header, log=(r"fatal error: '?(?P<value>" + "|".join(re.escape(h) for h in SYSTEM_HEADERS)
+                              + r")'?:? (?:file not found|No such file)",),
+         draft=False, fixes="a build requirement", names="header"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',

@@ -88,7 +88,7 @@ def missing_of(plan: Plan) -> Missing:
     return Missing(
         tools=tuple(t for t in req.tools if shutil.which(t, path=path) is None),
         cmake_packages=tuple(p for p in req.cmake_packages if rocm.cmake_package(p) is None),
-        headers=tuple(h for h in req.headers if not rocm.has_header(h)),
+        headers=tuple(h for h in req.headers if not rocm.finds_header(h)),
         libraries=tuple(n for n in req.libraries if rocm.library(n) is None),
         openmp=req.openmp if req.openmp is not None and not req.openmp.found() else None,
     )
@@ -173,8 +173,8 @@ def _missing_problems(plan: Plan, missing: Missing, root: RootInfo | None, mappi
     roots = ", ".join(str(r) for r in rocm.cmake_roots) or str(rocm.path)
     problems += [f"CMake package {pkg!r} not found under {roots}" + _debian(root, mapping, f"CMake package {pkg!r}")
                  for pkg in missing.cmake_packages]
-    problems += [f"header {h!r} not found in {rocm.include_dir or rocm.path}" + _debian(root, mapping, f"header {h!r}")
-                 for h in missing.headers]
+    looked = ", ".join(str(d) for d in rocm.header_dirs()) or str(rocm.path)
+    problems += [f"header {h!r} not found in {looked}" + _debian(root, mapping, f"header {h!r}") for h in missing.headers]
     folders = ", ".join(str(d) for d in rocm.lib_dirs) or str(rocm.path)
     problems += [f"library lib{n}.so not found in {folders}" + _debian(root, mapping, f"library {n!r}")
                  for n in missing.libraries]

@@ -119,7 +119,7 @@ class Requires:
     """CMake config packages that must be found under the ROCm prefix"""
     headers: tuple[Conditional, ...] = field(default=(), metadata=spec(names(NAMED)))
     """headers of ROCm components without a CMake package, under the ROCm include folder (e.g.
-    roctracer/roctx.h)"""
+    roctracer/roctx.h), or of a system library, in the system's include folders (cblas.h)"""
     libraries: tuple[Conditional, ...] = field(default=(), metadata=spec(names(NAMED)))
     """shared libraries of ROCm components without a CMake package, by name (roctx64 is libroctx64.so)"""
     openmp: str | None = field(default=None, metadata=spec({"const": "hip"}))

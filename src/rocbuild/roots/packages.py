@@ -12,14 +12,19 @@ from pathlib import Path
 
 from rocbuild.roots.store import ROCM_PACKAGE
 
+# A system library's header -> the Debian (and Ubuntu) package of the library: trap system-library-header.
+SYSTEM_HEADERS = {"cblas.h": "libopenblas-dev", "lapacke.h": "liblapacke-dev", "png.h": "libpng-dev",
+                  "zlib.h": "zlib1g-dev", "fftw3.h": "libfftw3-dev", "lz4.h": "liblz4-dev", "zstd.h": "libzstd-dev",
+                  "gmp.h": "libgmp-dev", "jpeglib.h": "libjpeg-dev", "turbojpeg.h": "libturbojpeg0-dev",
+                  "webp/decode.h": "libwebp-dev", "gflags/gflags.h": "libgflags-dev",
+                  "glog/logging.h": "libgoogle-glog-dev"}
 # Names Debian spells differently from the requirement; the rest follow lib<name>-dev or <name>.
 CMAKE_PACKAGES = {"hip": "libamdhip64-dev", "hip-lang": "libamdhip64-dev", "hiprtc": "libamdhip64-dev",
                   "rocm-core": "librocm-core-dev", "amd_comgr": "libamd-comgr-dev",
                   "hsa-runtime64": "libhsa-runtime-dev", "rocm_smi": "librocm-smi-dev"}
 # Headers and libraries of components without a CMake package (Debian packages roctx from roctracer's
 # source alone; roctracer64 itself has no package).
-HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev",
-           "jpeglib.h": "libjpeg-dev"}
+HEADERS = {"roctx.h": "libroctx-dev", "roctracer/roctx.h": "libroctx-dev", "omp.h": "libomp-dev", **SYSTEM_HEADERS}
 # Debian ships hipSOLVER's Fortran library (which its CMake package names) on its own, with no -dev package.
 LIBRARIES = {"roctx64": "libroctx-dev", "hipsolver_fortran": "libhipsolver-fortran1"}
 # AMD's repository (repo.radeon.com), where it names a component otherwise; the rest are <name>-dev.
