@@ -243,3 +243,18 @@ def test_what_setup_requires_names_is_a_build_requirement(tmp_path):
     t = tree(tmp_path, {"setup.py": HEAD + "setup(use_scm_version=True, setup_requires=['setuptools_scm', \"pybind11>=2.6\"])\n"})
     recipe = yaml.safe_load(draft_recipe("pkg", "pkg==1.0", "0" * 64, read_tree(t)))
     assert {"setuptools_scm", "pybind11"} <= set(recipe["requires"]["python"])
+
+
+def test_an_import_setup_py_can_do_without_is_not_a_build_requirement(tmp_path):
+    # turbo-gnn 0.1.0rc4: `try: import nvidia ... except ImportError: pass` looks for CUDA's pip packages; the
+    # draft had asked the build environment for a module 'nvidia', which pip cannot install
+    setup = ("import os\nimport psutil\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "try:\n    import nvidia\n    from cupy import cuda\nexcept ImportError:\n    pass\n"
+             "try:\n    import pybind11\nexcept OSError:\n    pass\n"
+             "setup(name='t', ext_modules=[CUDAExtension('t', ['k.cu'])])\n")
+    setup = "import sys\nsys.path.insert(0, 'pkg')\nimport version\n" + setup  # torchopt's pkg/version.py
+    reading = read_torch(tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n",
+                                                 "pkg/version.py": "__version__ = '1'\n"}))
+    assert reading is not None
+    assert "nvidia" not in reading.python and "cupy" not in reading.python and "version" not in reading.python
+    assert "psutil" in reading.python and "pybind11" in reading.python  # an OSError handler does not make it optional

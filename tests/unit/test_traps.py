@@ -1479,6 +1479,16 @@ def test_an_extension_switch_of_its_own_read_into_a_variable_is_set_to_what_it_i
     assert _only_hit(t, "force-variable-unset").fix == SetEnv("BASICSR_EXT", "True")
 
 
+def test_a_packages_build_ext_switch_is_set(tmp_path):
+    # torchani 2.9.0: `if "ext" in sys.argv or os.getenv("TORCHANI_BUILD_EXT"):` adds the SMs to build; with
+    # none, setup.py builds no extension and the wheel is pure Python
+    setup = ("import os, sys\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "sms = set()\nif 'ext' in sys.argv or os.getenv('TORCHANI_BUILD_EXT'):\n    sms.add('80')\n"
+             "setup(name='t', ext_modules=[CUDAExtension('t', ['k.cu'])] if sms else [])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "force-variable-unset").fix == SetEnv("TORCHANI_BUILD_EXT", "1")
+
+
 def test_an_upper_bound_on_python_that_stopped_pip_is_dropped(tmp_path):
     # deformops 3.0.1: requires-python = ">=3.12,<3.14", and the root's python is 3.14: pip refuses before building
     t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup()\n",
@@ -1722,6 +1732,15 @@ def test_cuda_home_used_as_a_path_takes_rocms_home_where_it_is_none(tmp_path):
     assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:3"
     _drafted(t)
     assert f"    cuda_home = {home}\n" in (t / "setup.py").read_text()
+    # curegot 0.1.0: `if "CUDA_HOME" not in os.environ and CUDA_HOME is not None: os.environ["CUDA_HOME"] = CUDA_HOME`,
+    # its test made to pass by cuda-toolkit-test: None into the environment, TypeError
+    env = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+           "if 'CUDA_HOME' not in os.environ and CUDA_HOME is not None:\n    os.environ['CUDA_HOME'] = CUDA_HOME\n"
+           "CUDAExtension('c', ['k.cu'])\n")
+    t = tree(tmp_path / "env", {"setup.py": env, "k.cu": "__global__ void k() {}\n"})
+    assert "cuda-toolkit-test" in _seen(t) and "cuda-home-as-path" in _seen(t)
+    _drafted(t)
+    assert f"    os.environ['CUDA_HOME'] = {home}\n" in (t / "setup.py").read_text()
 
 
 def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_demand_is_met(tmp_path):
@@ -1802,3 +1821,17 @@ def test_a_system_librarys_header_is_required_and_named_as_its_package():
     assert "sdist-incomplete" not in hits  # a system library's header is never the sdist's own
     mapping = map_requirements(Wanted.of(headers=fix.names), {"libopenblas-dev", "libblas-dev"})
     assert mapping.packages == {"header 'cblas.h'": "libopenblas-dev"}
+
+
+def test_a_gpu_probe_a_function_returns_is_made_true(tmp_path):
+    # torch-quiver 0.1.1: `def have_cuda(): if os.getenv('QUIVER_ENABLE_CUDA') == 1: return True` (never: a
+    # string is not 1), then `return torch.cuda.is_available()`; `create_extension(have_cuda())` builds CPU-only
+    setup = ("import os\nfrom setuptools import setup\nfrom torch.utils import cpp_extension\n"
+             "def have_cuda():\n    if os.getenv('QUIVER_ENABLE_CUDA') == 1: return True\n    import torch\n"
+             "    return torch.cuda.is_available()\n"
+             "setup(name='q', ext_modules=[cpp_extension.CppExtension('q', ['k.cpp'], with_cuda=have_cuda())])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    hit = _only_hit(t, "gpu-probe-at-build")
+    assert hit.evidence.where == "setup.py:7"
+    _apply_draft_patches(t, draft_recipe("q", "q==1", "0" * 64, read_tree(t), ["gfx1100"]))
+    assert "    return True\n" in (t / "setup.py").read_text()

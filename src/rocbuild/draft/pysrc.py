@@ -103,6 +103,11 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
+def _catches_import(caught: ast.expr | None) -> bool:
+    names = [dotted(e) for e in caught.elts] if isinstance(caught, ast.Tuple) else [dotted(caught)] if caught else [""]
+    return any(n in ("", "ImportError", "ModuleNotFoundError", "Exception", "BaseException") for n in names)
+
+
 class _Walker:
     def __init__(self, rel: str, facts: PyFacts):
         self.rel, self.facts = rel, facts
@@ -142,13 +147,24 @@ class _Walker:
                 self.parents[id(child)] = node
                 self.walk(child, part_side, here, part_conds)
 
+    def _optional(self, node: ast.AST) -> bool:
+        """An import in the body of a `try` that catches its ImportError: setup.py goes on without the module
+        (turbo-gnn's `import nvidia`, for CUDA's pip packages), so the build need not bring it."""
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            if isinstance(parent, ast.Try) and any(child is b for b in parent.body) and \
+                    any(_catches_import(h.type) for h in parent.handlers):
+                return True
+            child, parent = parent, self.parents.get(id(parent))
+        return False
+
     def _record(self, node: ast.AST, side: Side, guard: str | None, conds: tuple[str, ...]) -> None:
         where = f"{self.rel}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Import):
-            self.facts.imports += [a.name.split(".")[0] for a in node.names]
+            self.facts.imports += [a.name.split(".")[0] for a in node.names if not self._optional(node)]
             self.facts.names += [(a.name, where) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            self.facts.imports.append(node.module.split(".")[0])
+            self.facts.imports += [node.module.split(".")[0]] if not self._optional(node) else []
             self.facts.names += [(f"{node.module}.{a.name}", where) for a in node.names]
         elif isinstance(node, ast.Attribute | ast.Name) and not isinstance(self.parents.get(id(node)), ast.Attribute):
             name = dotted(node)
@@ -170,11 +186,9 @@ class _Walker:
             reads = self._reads(node.value)
             if reads:
                 self.env_vars[node.targets[0].id] = reads
-            # `BUILD_CUDA = FORCE or torch.cuda.is_available()`: a GPU test kept in a variable.
-            asks = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)
-                    and dotted(n.func) == "torch.cuda.is_available"]
-            if asks:
-                self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", reads))
+            self._probe_kept(node.value)  # `BUILD_CUDA = FORCE or torch.cuda.is_available()`
+        elif isinstance(node, ast.Return) and node.value is not None:
+            self._probe_kept(node.value)  # torch-quiver's `def have_cuda(): ... return torch.cuda.is_available()`
         elif isinstance(node, ast.Compare):
             self._compared(node)
         elif isinstance(node, ast.JoinedStr):
@@ -182,6 +196,12 @@ class _Walker:
                            for v in node.values)
             self.facts.texts.append(Text(text, where, side, guard, conds))
         self._env(node, where, side)
+
+    def _probe_kept(self, value: ast.expr) -> None:
+        """A GPU test kept in a variable or returned by a function that picks the extension: a test as an `if`'s."""
+        asks = [n for n in ast.walk(value) if isinstance(n, ast.Call) and dotted(n.func) == "torch.cuda.is_available"]
+        if asks:
+            self.facts.gpu_tests.append((f"{self.rel}:{asks[0].lineno}", self._reads(value)))
 
     def _compared(self, node: ast.Compare) -> None:
         """A variable that holds an environment variable's value (basicsr's `cuda_ext`, BASICSR_EXT's), then

@@ -26,7 +26,9 @@ CUDA_FLAG = re.compile(r"^(?:--expt-relaxed-constexpr|--expt-extended-lambda|-?-
 FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUILD)?$|KEEP_\w*BUILD$|BUILD_(?:\w+_)?OPS$"
                    # a package's own extension switch (basicsr's BASICSR_EXT: 'True' builds its CUDA ops)
                    r"|^[A-Z][A-Z0-9]*_EXT$"
-                   r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$")
+                   r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$"
+                   # torchani's TORCHANI_BUILD_EXT: set, it builds its CUDA extensions; unset, none
+                   r"|_BUILD_EXT(?:ENSIONS?)?$")
 # A package's own CUDA switch whose default is "auto" (beamgrad's BEAMGRAD_CUDA): set, the GPU build is asked for.
 AUTO_CUDA = re.compile(r"(?:^|_)CUDA$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
@@ -307,6 +309,9 @@ def _imports(tree: Path, setup: PyFacts) -> list[str]:
     """Modules setup.py imports that neither Python, torch nor the sdist itself brings (build isolation is
     off: the build environment must have them)."""
     local = {p.stem if p.suffix == ".py" else p.name for p in tree.iterdir()}
+    # and a module of the tree's own that setup.py puts on sys.path first (torchopt's `import version`, from
+    # torchopt/version.py): pip could only bring a stranger of that name
+    local |= {p.stem for pattern in ("*/*.py", "*/*/*.py") for p in tree.glob(pattern) if p.stem != "__init__"}
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())  # Python >= 3.10
     wanted = {"setuptools", "wheel", "ninja"}  # ninja: cpp_extension compiles serially without it
     for module in [*setup.imports, *_setup_requires(tree / "setup.py")]:

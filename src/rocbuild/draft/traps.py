@@ -743,8 +743,9 @@ def cuda_std(files: BuildFiles) -> Evidence | None:
 # 'include')]`), or kept in a variable that is then tested (orionvis' `cuda_home = CUDA_HOME`, then `if not
 # cuda_home: raise`): None on a ROCm torch, where ROCm's home stands for it.
 CUDA_HOME_USED = (re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)"),
-                  re.compile(r"(?P<call>^[ \t]*[a-z_]\w*[ \t]*=[ \t]*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]*(?:#.*)?$)",
-                             re.MULTILINE))
+                  # `cuda_home = CUDA_HOME`, or curegot's environ["CUDA_HOME"] = CUDA_HOME (None: a TypeError)
+                  re.compile(r"(?P<call>^[ \t]*(?:[a-z_]\w*|os\.environ\[[^\]\n]+\])[ \t]*=[ \t]*)"
+                             r"(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]*(?:#.*)?$)", re.MULTILINE))
 ROCM_HOME_TOO = r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
 
 
