@@ -169,6 +169,15 @@ def test_build_env_requirements(tmp_path):
                                             '"Torch", "pybind11"]\n')
     assert project_requires([project]) == ["scikit-build-core>=0.10", "pybind11"]
     assert to_install(["yaml"], ["pybind11"]) == ["PyYAML", "pybind11"]
+    # pyronn-torch 0.2.3: setup.cfg's setup_requires brings pyscaffold, which gives the version (0.0.0 without)
+    (project / "setup.cfg").write_text("[options]\nsetup_requires = pyscaffold>=3.2a0,<3.3a0\n    numpy; python_version>'3'\n"
+                                       "    not a requirement!\n[metadata]\nname = p\n")
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["scikit-build-core"]\n'
+                                            'build-backend = "scikit_build_core.build"\n')
+    assert project_requires([project]) == ["scikit-build-core"]  # not setuptools' project
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\n')
+    assert project_requires([project]) == ["setuptools", "pyscaffold>=3.2a0,<3.3a0", "numpy; python_version>'3'"]
+    (project / "setup.cfg").unlink()
     (project / "pyproject.toml").write_text('[build-system]\nrequires = ["a b c"]\n')
     with pytest.raises(StepFailed, match="is not a requirement"):
         build_system_requires(project)

@@ -82,11 +82,52 @@ def build_system_requires(project: Path) -> list[str]:
 
 
 def project_requires(projects: Iterable[Path]) -> list[str]:
-    """Every project's build-system.requires, torch left out."""
+    """Every project's build-system.requires and setup.cfg's setup_requires, torch left out."""
     out: list[str] = []
     for project in projects:
-        out += [r for r in build_system_requires(project) if not _from_target(r)]
+        out += [r for r in build_system_requires(project) + setup_requires(project) if not _from_target(r)]
     return list(dict.fromkeys(out))
+
+
+def setup_requires(project: Path) -> list[str]:
+    """setup.cfg's `[options] setup_requires`, which setuptools' get_requires_for_build_wheel hands an isolated
+    build and pip leaves out of one without isolation. pyronn-torch's pyscaffold gives its version (setup.py's
+    `use_pyscaffold=True`): without it the wheel came out as version 0.0.0."""
+    import configparser
+
+    path = project / "setup.cfg"
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(path.read_text(errors="replace") if path.is_file() and _setuptools(project) else "")
+    except configparser.Error:
+        return []  # setuptools refuses it too, and says so in the build's own log
+    found = []
+    for line in parser.get("options", "setup_requires", fallback="").splitlines():
+        items = [line] if _valid(line) else line.split(";")  # one requirement with a marker, or a list
+        found += [item.strip() for item in items if item.strip() and _valid(item)]
+    return found
+
+
+def _setuptools(project: Path) -> bool:
+    """Whether setuptools builds the project (no build-backend, or setuptools' own)."""
+    from rocbuild.compat import tomllib
+
+    try:
+        table = tomllib.loads((project / "pyproject.toml").read_text(errors="replace")).get("build-system", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return True  # no pyproject.toml (or one build_system_requires refuses first): pip's legacy setuptools
+    backend = table.get("build-backend", "setuptools.build_meta") if isinstance(table, dict) else ""
+    return isinstance(backend, str) and backend.startswith("setuptools.build_meta")
+
+
+def _valid(requirement: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(requirement.strip())
+    except InvalidRequirement:
+        return False
+    return True
 
 
 def to_install(missing_modules: Iterable[str], requires: Sequence[str]) -> list[str]:
