@@ -73,6 +73,8 @@ FAMILIES = {
     "limited-api-pybind11.log": ("compiler", "unknown type name 'Py_buffer'", "limited-api-with-pybind11"),
     "system-library-header.log": ("compiler", "blas_hip.h:85:10: fatal error: cblas.h: No such file or directory",
                                   "system-library-header"),
+    "warp-size-constant.log": ("compiler", "constexpr variable 'block_x' must be initialized by a constant expression",
+                               "warp-size-constant"),
     "bf16-host-compiler.log": ("compiler", "amd_hip_bf16.h:350:43: error: static assertion failed",
                                "bf16-header-for-host-compiler"),
     "python-version-list.log": ("cmake", "CMake Error at cmake/utils.cmake:15 (message)", "python-version-allow-list"),

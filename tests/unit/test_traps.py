@@ -1835,3 +1835,33 @@ def test_a_gpu_probe_a_function_returns_is_made_true(tmp_path):
     assert hit.evidence.where == "setup.py:7"
     _apply_draft_patches(t, draft_recipe("q", "q==1", "0" * 64, read_tree(t), ["gfx1100"]))
     assert "    return True\n" in (t / "setup.py").read_text()
+
+
+def test_c10_warp_size_as_a_host_constant_is_taken_as_32_lanes_for_wave32(tmp_path):
+    # torchani 2.9.0: `constexpr int block_x = C10_WARP_SIZE;` then a launch of cuAngularAEVs<block_x, ...>
+    kernel = ("#include <c10/macros/Macros.h>\ntemplate <int X> __global__ void k() {}\n"
+              "void launch() {\n  constexpr int block_x = C10_WARP_SIZE;\n  k<block_x><<<1, block_x>>>();\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "", "torchani/csrc/aev.cu": kernel})
+    log = (REPO / "tests/data/failure-logs/warp-size-constant.log").read_text()
+    (hit,) = [h for h in in_log(list(enumerate(log.splitlines(), 1)), BuildFiles.read(t)) if h.trap.id == "warp-size-constant"]
+    assert hit.files is not None and hit.files.where == "torchani/csrc/aev.cu:4"  # the original, not aev.hip
+    assert isinstance(hit.fix, Edits)
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap warp-size-constant (log:8): evidence"))
+    out = (t / "torchani/csrc/aev.cu").read_text()
+    assert "  constexpr int block_x = 32;\n" in out and out.startswith("#if !defined(ROCBUILD_WARP32_SIZE)")
+    assert "__GFX9__" in out and "#error" in out
+    assert not [h for h in in_log(list(enumerate(log.splitlines(), 1)), BuildFiles.read(t))
+                if h.trap.id == "warp-size-constant" and h.fix]  # written once
+
+
+def test_cub_wrapped_in_a_namespace_of_its_own_is_named_as_cub(tmp_path):
+    # torchani 2.9.0: nvcc's -DCUB_NS_QUALIFIER=::cuaev::cub, and `CUB_WRAPPER(cuaev::cub::DeviceScan::ExclusiveSum, ...)`;
+    # hipify made it cuaev::hipcub::, which names nothing
+    setup = ("from torch.utils.cpp_extension import CUDAExtension\n"
+             "CUDAExtension('a', ['k.cu'], extra_compile_args={'nvcc': ['-DCUB_NS_QUALIFIER=::cuaev::cub',\n"
+             "              '-DCUB_NS_PREFIX=namespace cuaev {', '-DCUB_NS_POSTFIX=}']})\n")
+    header = "#include <cub/cub.cuh>\nvoid f() { cuaev::cub::DeviceScan::ExclusiveSum(0, 0); ::cuaev::cub::X y; }\n"
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n", "cuaev_cub.cuh": header})
+    assert _only_hit(t, "cub-namespace-wrapped").evidence.where == "cuaev_cub.cuh:2"
+    _drafted(t)
+    assert "void f() { cub::DeviceScan::ExclusiveSum(0, 0); cub::X y; }" in (t / "cuaev_cub.cuh").read_text()

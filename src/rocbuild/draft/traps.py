@@ -610,6 +610,54 @@ def mask_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     return None
 
 
+# C10_WARP_SIZE as a constant of host code (torchani's `constexpr int block_x = C10_WARP_SIZE;`, a kernel's template
+# argument): a ROCm torch asks the device at run time there (at::cuda::warp_size()). Taken as 32 lanes, with the
+# device compile for a wave64 GPU stopped, as lane-mask-variable-32bit's are.
+WARP_SIZE_CONSTANT = r"(?P<head>\bconstexpr\s+(?:const\s+)?[\w:]+\s+\w+\s*=\s*)C10_WARP_SIZE\b(?!_)"
+WARP32_SIZE = "\n".join([
+    "#if !defined(ROCBUILD_WARP32_SIZE)  // rocbuild (trap warp-size-constant): C10_WARP_SIZE taken as 32 lanes",
+    "#define ROCBUILD_WARP32_SIZE",
+    "#if defined(__HIP_DEVICE_COMPILE__) && (defined(__GFX9__) || defined(__GFX8__) || defined(__GFX7__) || "
+    "defined(__GFX6__))",
+    "#error \"this code takes C10_WARP_SIZE as a constant of 32 lanes: build it for wave32 GPUs (RDNA) only\"",
+    "#endif",
+    "#endif",
+    ""])
+
+
+def warp_size_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source (torch's hipified copy named, the original edited) whose constexpr takes C10_WARP_SIZE."""
+    compiled = os.path.normpath(failure.group("file")).lstrip("./")
+    for rel, text in files.sources.items():
+        match = re.search(WARP_SIZE_CONSTANT, text)
+        if match and "ROCBUILD_WARP32_SIZE" not in text and any(
+                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+            number = line_of(text, match.start())
+            return _in_sources([SourceEdit(rel, number, _text_at(text, match.start()), r"\A", WARP32_SIZE, True),
+                                SourceEdit(rel, number, "C10_WARP_SIZE as 32", WARP_SIZE_CONSTANT, r"\g<head>32", True)])
+    return None
+
+
+# setup.py's -DCUB_NS_QUALIFIER=::cuaev::cub (torchani, after torch's own CUB wrapping): CUB's names under a namespace
+# of the package's own, which hipCUB has no counterpart for.
+CUB_QUALIFIER = re.compile(r"CUB_NS_QUALIFIER=(?:::)?(?P<ns>[A-Za-z_]\w*)::cub\b")
+
+
+def cub_namespace_wrapped(files: BuildFiles) -> Evidence | None:
+    """CUB wrapped in a namespace of the package's own by its flags, and its sources naming CUB through it."""
+    ns = next((m.group("ns") for _, _, text in files.lines() for m in [CUB_QUALIFIER.search(text)] if m), None)
+    if ns is None:
+        return None
+    qualified = rf"(?:::)?\b{re.escape(ns)}::cub::"
+    found = [SourceEdit(rel, line_of(text, m.start()), _text_at(text, m.start()), qualified, "cub::", True)
+             for rel, text in files.sources.items() for m in [re.search(qualified, text)] if m]
+    return _in_sources(found)
+
+
+def _text_at(text: str, at: int) -> str:
+    return text.splitlines()[line_of(text, at) - 1].strip()
+
+
 OMP_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<omp\.h>", re.MULTILINE)
 
 
@@ -1602,6 +1650,19 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("keep HIP's own float atomicMax/atomicMin"),
          log=(r"\|\s.*\b(?P<value>atomic(?:Max|Min))\s*\(\s*(?:float|double)\s*\*",), files=atomics_defined,
          fixes="replace edits", names="function"),
+    Trap("cub-namespace-wrapped", "CUB wrapped in a namespace of the package's own",
+         "setup.py's -DCUB_NS_QUALIFIER=::X::cub puts CUB inside namespace X, as torch's own CUDA build does, and the "
+         "sources name X::cub::; hipCUB has no such wrapping, so hipify's X::hipcub:: names nothing: the sources "
+         "name CUB itself, which hipify maps",
+         _source_edits("name CUB itself where the package wraps it in its own namespace"),
+         files=cub_namespace_wrapped, fixes="replace edits"),
+    Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
+         "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
+         "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
+         "(RDNA: gfx10, gfx11, gfx12), and the device compile for a wave64 GPU stops with an #error",
+         _source_edits("take C10_WARP_SIZE as 32 lanes in constant expressions, for wave32 GPUs"),
+         log=(r"(?P<file>[^\s:]+):\d+:\d+: note: non-constexpr function 'C10_WARP_SIZE_INTERNAL' cannot be used in "
+              r"a constant expression",), locate=warp_size_place, draft=False, fixes="replace edits"),
     Trap("cub-names-left", "CUB's names, which hipify maps only in part",
          "torch's hipify maps CUB's include and a few of its names (cub::DeviceRadixSort) to hipCUB's, and leaves the "
          "rest (cub::DoubleBuffer): hipCUB declares each under hipcub::, one regex edit per file",
