@@ -75,6 +75,9 @@ FAMILIES = {
                                   "system-library-header"),
     "warp-size-constant.log": ("compiler", "constexpr variable 'block_x' must be initialized by a constant expression",
                                "warp-size-constant"),
+    # the log alone cannot tell a CppExtension's sources from a force variable's: the build files do (below)
+    "cpp-extension-cuda-sources.log": ("compiler", "CUDAStream.h:4:10: fatal error: 'cuda_runtime_api.h' file not found",
+                                       "force-variable-unset"),
     "bf16-host-compiler.log": ("compiler", "amd_hip_bf16.h:350:43: error: static assertion failed",
                                "bf16-header-for-host-compiler"),
     "python-version-list.log": ("cmake", "CMake Error at cmake/utils.cmake:15 (message)", "python-version-allow-list"),
@@ -168,6 +171,21 @@ def test_a_fix_needs_the_build_files_to_say_where(tmp_path):
     shown = "\n".join(rendered("cxx20-gcc.log", Context(tree=tmp_path)))
     assert "in the build files (setup.py:2)" in shown
     assert "find: '-std=c++17'" in shown and "with: '-std=c++20'" in shown
+
+
+def test_cuda_sources_a_cppextension_was_given_are_built_by_a_cudaextension(tmp_path):
+    """torch-quiver: `cpp_extension.CppExtension(..., with_cuda=have_cuda())` over .cu sources, which torch
+    hipifies for a CUDAExtension alone."""
+    setup = ("import glob\nfrom torch.utils import cpp_extension\n"
+             "ext = cpp_extension.CppExtension('q', glob.glob('cuda/*.cu'), with_cuda=True)\n")
+    (tmp_path / "setup.py").write_text(setup)
+    shown = "\n".join(rendered("cpp-extension-cuda-sources.log", Context(tree=tmp_path)))
+    named = [line.strip() for line in shown.splitlines() if line.strip().startswith("known trap ")]
+    assert named[0].startswith("known trap cpp-extension-cuda-sources:"), shown  # the one with a fix comes first
+    assert "build the CppExtension as a CUDAExtension" in shown
+    (tmp_path / "setup.py").write_text(setup + "other = cpp_extension.CUDAExtension('g', ['g.cu'])\n")
+    shown = "\n".join(rendered("cpp-extension-cuda-sources.log", Context(tree=tmp_path)))
+    assert "build the CppExtension as a CUDAExtension" not in shown  # a CUDAExtension beside it: a force variable's
 
 
 def test_a_log_with_no_recognised_error_shows_its_tail(tmp_path):

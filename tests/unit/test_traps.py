@@ -973,16 +973,18 @@ def test_calls_hip_declares_in_another_form_take_the_form_both_declare(tmp_path)
     kernel = ("__device__ __nv_bfloat162 c(const float2 &v) { return __floats2bfloat162_rn(v.x, v.y); }\n"
               "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent);\n"
               "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n"
-              "using floatX = nv_bfloat16; using pairX = nv_bfloat162;\n")  # mhc-cuda's typedefs
+              "using floatX = nv_bfloat16; using pairX = nv_bfloat162;\n"  # mhc-cuda's typedefs
+              "__device__ __nv_bfloat162 z() { return __float2bfloat162_rn(0.0f); }\n")  # turbo-gnn's
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n", "k.cu": kernel})
     hit = _only_hit(t, "hip-form-differs")
-    assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 3  # type: ignore[union-attr]
+    assert hit.evidence.where == "k.cu:1" and len(hit.fix.edits) == 4  # type: ignore[union-attr]
     _drafted(t)
     assert (t / "k.cu").read_text() == (
         "__device__ __nv_bfloat162 c(const float2 &v) { return __float22bfloat162_rn(make_float2(v.x, v.y)); }\n"
         "void m() { cudaMalloc3DArray(&real_array, &channelDesc, extent, 0);\n"
         "  cudaMalloc3DArray(&a, &d, e, cudaArrayLayered); }\n"
-        "using floatX = __hip_bfloat16; using pairX = __hip_bfloat162;\n")
+        "using floatX = __hip_bfloat16; using pairX = __hip_bfloat162;\n"
+        "__device__ __nv_bfloat162 z() { return __bfloat162bfloat162(__float2bfloat16(0.0f)); }\n")
 
 
 def test_pkg_resources_is_required_by_its_name_and_brought_by_a_setuptools_that_has_it(tmp_path):

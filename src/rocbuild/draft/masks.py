@@ -540,6 +540,8 @@ HIP_FORMS = (
     (re.compile(rf"\bcudaMalloc3DArray\(\s*({_ARG}),\s*({_ARG}),\s*({_ARG})\)"), r"cudaMalloc3DArray(\1, \2, \3, 0)"),
     # HIP's bf16 has __float2bfloat16 (round to nearest even, as clang converts) and no _rn name (fusedtok)
     (re.compile(r"\b__float2bfloat16_rn\s*\("), "__float2bfloat16("),
+    # and no __float2bfloat162_rn(float), which fills both halves (turbo-gnn)
+    (re.compile(rf"\b__float2bfloat162_rn\(\s*({_ARG})\)"), r"__bfloat162bfloat162(__float2bfloat16(\1))"),
     # cuda_bf16.h's typedefs of __nv_bfloat16, which hipify maps, and not these (mhc-cuda)
     (re.compile(r"(?<![\w.])nv_bfloat16(2?)\b"), r"__hip_bfloat16\1"),
 )
@@ -556,6 +558,11 @@ HALF2_MINMAX = "\n".join([
     "#include <hip/hip_fp16.h>",
     *(f"static __host__ __device__ inline __half2 rocbuild_h{op}2(__half2 a, __half2 b) {{ return __halves2half2("
       f"__h{op}(__low2half(a), __low2half(b)), __h{op}(__high2half(a), __high2half(b))); }}" for op in ("max", "min")),
+    # any other pair (bf16's __hip_bfloat162, which has them: turbo-gnn calls both) goes to HIP's own; the name in
+    # parentheses, which the rename edit leaves when it meets this text again
+    "#include <hip/hip_bf16.h>",
+    *(f"template <class T> static __host__ __device__ inline T rocbuild_h{op}2(T a, T b) {{ return (__h{op}2)(a, b); }}"
+      for op in ("max", "min")),
     "#else",
     "#define rocbuild_hmax2 __hmax2",
     "#define rocbuild_hmin2 __hmin2",

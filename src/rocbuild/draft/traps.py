@@ -658,6 +658,20 @@ def _text_at(text: str, at: int) -> str:
     return text.splitlines()[line_of(text, at) - 1].strip()
 
 
+# CUDA's runtime headers, which hipcc meets only in a source torch did not hipify
+MISSING_CUDA_HEADER = r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)"
+CPP_EXTENSION = re.compile(r"\bCppExtension\s*\(")
+
+
+def cpp_extension_only(files: BuildFiles) -> Evidence | None:
+    """setup.py of a torch extension builds a CppExtension and names no CUDAExtension (torch-quiver's
+    `CppExtension(..., with_cuda=True)` over .cu sources): torch hipifies the sources of a CUDAExtension alone."""
+    if files.torch is None or any("CUDAExtension" in line for line in files.setup):
+        return None
+    at = next(((n, line) for n, line in enumerate(files.setup, 1) if CPP_EXTENSION.search(line)), None)
+    return Evidence(f"setup.py:{at[0]}", at[1].strip(), "CppExtension", "setup.py") if at else None
+
+
 OMP_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<omp\.h>", re.MULTILINE)
 
 
@@ -1473,7 +1487,7 @@ TRAPS: tuple[Trap, ...] = (
     Trap("force-variable-unset", "a force variable left unset",
          "without a visible GPU, setup.py builds its kernels only when a FORCE_* variable says so: "
          "unset, it builds CPU-only or gives .cu headers to the host compiler",
-         _set_from_files, log=(r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)",),
+         _set_from_files, log=(MISSING_CUDA_HEADER,),
          findings=CPU_ONLY,
          files=force_unset, after_failure=force_any, fixes="an env value"),
     Trap("gpu-probe-at-build", "a GPU probe that no variable overrules",
@@ -1568,12 +1582,13 @@ TRAPS: tuple[Trap, ...] = (
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
     Trap("hip-form-differs", "a CUDA call HIP declares in another form",
          "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
-         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b) and __float2bfloat16 for its "
-         "__float2bfloat16_rn, CUDA's nv_bfloat16 typedef is __hip_bfloat16, hipMalloc3DArray takes its flags "
-         "without CUDA's default of 0, and fp16 has no half2 __hmax2/__hmin2 (bf16 has); each call becomes the form "
-         "both take, one regex edit per file and form (half2's max and min a function written first in the file)",
+         "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), __float2bfloat16 for its "
+         "__float2bfloat16_rn and no __float2bfloat162_rn(x) (__bfloat162bfloat162 of x), CUDA's nv_bfloat16 "
+         "typedef is __hip_bfloat16, hipMalloc3DArray takes its flags without CUDA's default of 0, and fp16 has "
+         "no half2 __hmax2/__hmin2 (bf16 has); each call becomes the form both take, one regex edit per file and "
+         "form (half2's max and min a function written first in the file)",
          _source_edits("call the form HIP declares too"),
-         log=(r"use of undeclared identifier '(?P<value>__floats2bfloat162_rn|__float2bfloat16_rn|__hm(?:ax|in)2)'",
+         log=(r"use of undeclared identifier '(?P<value>__floats?2bfloat162_rn|__float2bfloat16_rn|__hm(?:ax|in)2)'",
               r"unknown type name '(?P<value>nv_bfloat162?)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
@@ -1656,6 +1671,13 @@ TRAPS: tuple[Trap, ...] = (
          "name CUB itself, which hipify maps",
          _source_edits("name CUB itself where the package wraps it in its own namespace"),
          files=cub_namespace_wrapped, fixes="replace edits"),
+    Trap("cpp-extension-cuda-sources", "CUDA sources given to a CppExtension",
+         "torch hipifies the sources of a CUDAExtension alone: a CppExtension's .cu files reach hipcc as CUDA wrote "
+         "them, and CUDA's runtime headers are missing; as a CUDAExtension the same sources are hipified and built "
+         "for the archs asked",
+         lambda files, _f: ReplaceText("setup.py", r"\bCppExtension\b", "CUDAExtension", regex=True,
+                                       says="build the CppExtension as a CUDAExtension") if files else None,
+         log=(MISSING_CUDA_HEADER,), after_failure=cpp_extension_only, draft=False, fixes="a replace edit"),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "

@@ -100,6 +100,9 @@ DEVICE_COUNT = "return torch._C._cuda_getDeviceCount() > 0"
 # torch.cuda.device_count() asks the same runtime when amdsmi gives no count (stainx's setup.py asks it): a ROCm
 # torch on a machine without a GPU says 0.
 NO_SMI_COUNT = "r = torch._C._cuda_getDeviceCount() if nvml_count < 0 else nvml_count"
+# torch.cuda.get_arch_list() (and get_gencode_flags()) ask for the archs torch's own kernels were compiled for,
+# which Debian's CPU torch._C cannot say (AttributeError; curegot's setup.py asks): the kit compiled none.
+ARCH_FLAGS = "arch_flags = torch._C._cuda_getArchFlags()"
 # Not patched: torch.backends.cuda.is_built() (torch._C._has_cuda), true in a ROCm build and false here. torch's
 # own import (torch/_native) registers CUDA kernels where it says true, which Debian's CPU torch._C lacks.
 

@@ -16,6 +16,7 @@ from rocbuild.process.runner import StepRunner, query_process
 from rocbuild.progress import Progress
 from rocbuild.torchkit.cmake import write_cmake_package
 from rocbuild.torchkit.kit import (
+    ARCH_FLAGS,
     CPU_LIBRARIES,
     DEBIAN_INCLUDE,
     DEBIAN_LIBS,
@@ -255,13 +256,14 @@ def _metadata(plan: KitPlan, torch: Path) -> None:
     (torch / "version.py").write_text(version_py(plan.info, home))
     cuda = torch / "cuda" / "__init__.py"
     text = cuda.read_text()
-    for needed in (IS_COMPILED, DEVICE_COUNT, NO_SMI_COUNT):
+    for needed in (IS_COMPILED, DEVICE_COUNT, NO_SMI_COUNT, ARCH_FLAGS):
         if needed not in text:
             raise StepFailed(f"torch kit: {cuda} no longer holds `{needed}`",
                              hint="this torch release tells a GPU build apart, or counts GPUs, otherwise: teach "
                                   "torchkit/kit.py its way")
     text = text.replace(IS_COMPILED, "return True  # rocbuild: a build-only ROCm torch compiles for ROCm", 1)
     text = text.replace(DEVICE_COUNT, "return False  # rocbuild: a build-only ROCm torch runs no GPU", 1)
+    text = text.replace(ARCH_FLAGS, "arch_flags = None  # rocbuild: a build-only ROCm torch compiled no kernels", 1)
     cuda.write_text(text.replace(NO_SMI_COUNT, "r = 0  # rocbuild: a build-only ROCm torch sees no GPU", 1))
     _rocm_home(home)
     shutil.rmtree(plan.build / "src", ignore_errors=True)  # hipified and installed: 50 MB of no further use
