@@ -1145,6 +1145,8 @@ cmake_minimum_required(VERSION 3.24)
 project(k VERSION 0.1 LANGUAGES CXX CUDA)
 set(CMAKE_CXX_STANDARD 17)
 find_package(CUDAToolkit REQUIRED)
+find_package(CUDA)
+cuda_select_nvcc_arch_flags(ARCH_FLAGS Auto)
 find_package(Torch REQUIRED)
 add_subdirectory(third_party/lib)
 add_library(_k MODULE k.cu host.cpp)
@@ -1173,6 +1175,9 @@ def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
     assert 'set(CMAKE_HIP_ARCHITECTURES "${{ archs | join(\';\') }}")' in pre and "set(CMAKE_HIP_STANDARD 20)" in pre
     assert "set(CMAKE_CXX_STANDARD 20)\nfind_package(CUDAToolkit" not in rest and "set(CMAKE_CXX_STANDARD 20)" in rest
     assert "set(CUDAToolkit_FOUND TRUE)" in rest and "find_package(CUDAToolkit" not in rest
+    # torchopt 0.7.3: the legacy `find_package(CUDA)` gates enable_language(CUDA), then cuda_select_nvcc_arch_flags
+    assert "set(CUDA_FOUND TRUE)" in rest and "find_package(CUDA)" not in rest
+    assert 'set(ARCH_FLAGS "")' in rest and "cuda_select_nvcc_arch_flags" not in rest
     assert "find_package(hipblas REQUIRED)" in rest and "cublas=roc::hipblas" in rest
     assert rest.rstrip().endswith('_rocbuild_cu_as_hip("${CMAKE_CURRENT_SOURCE_DIR}")')
     assert 'if(s MATCHES "\\\\.cu$"' in rest  # CMake's "\\.cu$", as written (a regex replacement undoes escapes)

@@ -7,7 +7,8 @@ CMake (3.21+) compiles HIP as a language of its own. What the edits do, in each 
   a C++ standard of 17 or less the file sets for CXX becomes 20 too);
 - CUDA becomes HIP in project(LANGUAGES), enable_language() and check_language(), and in `if(CMAKE_CUDA_COMPILER)`;
 - find_package(CUDAToolkit) is answered where HIP is enabled instead: HIP's runtime and ROCm's libraries stand
-  behind CUDA's imported targets (CUDA::cudart, CUDA::cublas, ...), which stay the names the project links;
+  behind CUDA's imported targets (CUDA::cudart, CUDA::cublas, ...), which stay the names the project links; so is
+  the legacy find_package(CUDA), and its cuda_select_nvcc_arch_flags() gives no flags;
 - at the end: every .cu source of every target below that folder compiles as HIP and links HIP's runtime.
 What CMake hands nvcc alone ($<COMPILE_LANGUAGE:CUDA> flags, CUDA_ARCHITECTURES) no longer applies.
 
@@ -204,6 +205,11 @@ def _edits(rel: str, text: str, number: int, *, torch: bool) -> list[SourceEdit]
              if re.search(r"\bif\s*\([^)]*\bCMAKE_CUDA_COMPILER\s*\)", text) else None,
              edit(r"(?i)\bfind_package\s*\(\s*CUDAToolkit\b[^)]*\)", "set(CUDAToolkit_FOUND TRUE)  # rocbuild: HIP's "
                   "stands in (where HIP is enabled)") if re.search(r"\bfind_package\s*\(\s*CUDAToolkit\b", text, re.I) else None,
+             # CMake's legacy FindCUDA (torchopt's `find_package(CUDA)` gating enable_language(CUDA)) looks for nvcc
+             edit(r"(?i)\bfind_package\s*\(\s*CUDA(?=[\s)])[^)]*\)", "set(CUDA_FOUND TRUE)  # rocbuild: HIP's stands "
+                  "in (legacy FindCUDA)") if re.search(r"\bfind_package\s*\(\s*CUDA[\s)]", text, re.I) else None,
+             edit(r"(?i)\bcuda_select_nvcc_arch_flags\s*\(\s*(\w+)[^)]*\)", r'set(\g<1> "")  # rocbuild: nvcc\'s archs, '
+                  "of no use to HIP") if re.search(r"\bcuda_select_nvcc_arch_flags\s*\(", text, re.I) else None,
              edit(r"CXX_STANDARD(\s+\"?)1[147]\b", r"CXX_STANDARD\g<1>20")
              if torch and re.search(r"CXX_STANDARD\s+\"?1[147]\b", text) else None,
              insert(r"\Z", "\n" + WALK)]
