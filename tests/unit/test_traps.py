@@ -1872,3 +1872,20 @@ def test_cub_wrapped_in_a_namespace_of_its_own_is_named_as_cub(tmp_path):
     assert _only_hit(t, "cub-namespace-wrapped").evidence.where == "cuaev_cub.cuh:2"
     _drafted(t)
     assert "void f() { cub::DeviceScan::ExclusiveSum(0, 0); cub::X y; }" in (t / "cuaev_cub.cuh").read_text()
+
+
+def test_torchs_fp16_switch_is_tested_by_its_hip_name(tmp_path):
+    # turbo-gnn 0.1.0rc4: `#ifdef __CUDA_NO_HALF_OPERATORS__` before its own __half operator<, which hipify leaves:
+    # on ROCm torch defines __HIP_NO_HALF_OPERATORS__, the operators were dropped, and `a < b` failed
+    header = ("#ifdef __CUDA_NO_HALF_OPERATORS__\n__device__ bool operator<(const __half& a, const __half& b);\n#endif\n"
+              "#if defined(__CUDA_NO_HALF_CONVERSIONS__) && !defined(X)\n#endif\n"
+              "// __CUDA_NO_HALF_OPERATORS__ in a comment stays\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "k.cu": "__global__ void k() {}\n", "common.cuh": header})
+    assert _only_hit(t, "half-switch-cuda-name").evidence.where == "common.cuh:1"
+    _drafted(t)
+    assert (t / "common.cuh").read_text() == header.replace("#ifdef __CUDA_NO_HALF_OPERATORS__",
+                                                              "#ifdef __HIP_NO_HALF_OPERATORS__").replace(
+        "defined(__CUDA_NO_HALF_CONVERSIONS__)", "defined(__HIP_NO_HALF_CONVERSIONS__)")
+    line = "../../csrc/common_hip.cuh:962:85: error: invalid operands to binary expression ('__half' and '__half')"
+    assert [h.trap.id for h in in_log([(1, line)], None)] == ["half-switch-cuda-name"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import platform
 import re
 import shutil
 from collections.abc import Mapping
@@ -134,7 +135,7 @@ class Rocm:
         return any((d / name).is_file() and within(d / name, d, follow_links=True) for d in self.system_include_dirs)
 
     def header_dirs(self) -> list[Path]:
-        return [d for d in [self.include_dir, *self.system_include_dirs] if d is not None]
+        return list(dict.fromkeys(d for d in [self.include_dir, *self.system_include_dirs] if d is not None))
 
     def cmake_package(self, name: str) -> Path | None:
         """The folder holding <name>-config.cmake / <Name>Config.cmake, as find_package would see it."""
@@ -293,9 +294,10 @@ def inspect_prefix(prefix: Path, found_by: str, environ: dict[str, str]) -> Rocm
 
 
 def _system_include_dirs() -> list[Path]:
+    """The compilers' own: /usr/local/include, /usr/include and this machine's multiarch folder (Debian's and
+    Ubuntu's triplet, x86_64-linux-gnu), not the cross-compilers' beside it."""
     usr = Path("/usr/include")
-    multiarch = sorted(p for p in usr.glob("*-linux-gnu*") if p.is_dir()) if usr.is_dir() else []
-    return [d for d in [Path("/usr/local/include"), usr, *multiarch] if d.is_dir()]
+    return [d for d in [Path("/usr/local/include"), usr, usr / f"{platform.machine()}-linux-gnu"] if d.is_dir()]
 
 
 def _device_libs(prefix: Path, compiler: Path | None) -> Path | None:

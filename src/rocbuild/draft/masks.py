@@ -584,6 +584,19 @@ def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# The macros with which torch turns fp16's operators and conversions off: CUDA's __CUDA_NO_HALF_OPERATORS__, ROCm's
+# __HIP_NO_HALF_OPERATORS__ (cpp_extension defines it for hipcc). Code that writes its own operators where torch
+# turned them off (turbo-gnn's `#ifdef __CUDA_NO_HALF_OPERATORS__` before its __half operator<) tests the CUDA
+# name, which hipify leaves: on ROCm the condition is the HIP name's.
+HALF_MACRO = re.compile(r"(?m)^(?P<pre>[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif)\b[^\n]*?)"
+                        r"\b__CUDA_NO_(?P<what>HALF2?_(?:OPERATORS|CONVERSIONS))__")
+
+
+def half_macros(texts: Mapping[str, str]) -> list[SourceEdit]:
+    """Each file whose preprocessor tests CUDA's names of torch's fp16 switches, as one regex edit to HIP's."""
+    return renames(texts, [(HALF_MACRO, r"\g<pre>__HIP_NO_\g<what>__")])
+
+
 # CUDART_CB, the calling convention CUDA's runtime writes on host callbacks (empty but on Windows): hipify leaves
 # it, and HIP defines nothing by that name, so `static void CUDART_CB cb(void*)` no longer parses.
 CUDART_CB = re.compile(r"\bCUDART_CB[ \t]*")

@@ -47,6 +47,7 @@ from rocbuild.draft.masks import (
     cusolver_status_names,
     device_traps,
     find_masks,
+    half_macros,
     hip_forms,
     hipified,
     kernel_pointers,
@@ -587,6 +588,11 @@ def cg_reduce(files: BuildFiles) -> Evidence | None:
     """An include of CUDA's <cooperative_groups/reduce.h> (cg::reduce over a tile), in any C++/CUDA/HIP source of
     the tree."""
     return _in_sources(cg_reduce_includes(files.sources))
+
+
+def half_switches(files: BuildFiles) -> Evidence | None:
+    """A preprocessor test of __CUDA_NO_HALF_OPERATORS__ (or its CONVERSIONS, HALF2 kin), in any source of the tree."""
+    return _in_sources(half_macros(files.sources))
 
 
 def lane_mask_variables(files: BuildFiles) -> Evidence | None:
@@ -1678,6 +1684,14 @@ TRAPS: tuple[Trap, ...] = (
          lambda files, _f: ReplaceText("setup.py", r"\bCppExtension\b", "CUDAExtension", regex=True,
                                        says="build the CppExtension as a CUDAExtension") if files else None,
          log=(MISSING_CUDA_HEADER,), after_failure=cpp_extension_only, draft=False, fixes="a replace edit"),
+    Trap("half-switch-cuda-name", "torch's fp16 switch tested by its CUDA name",
+         "torch turns fp16's operators off with __CUDA_NO_HALF_OPERATORS__ for nvcc and __HIP_NO_HALF_OPERATORS__ for "
+         "hipcc, and hipify leaves the CUDA name: code that writes its own __half operators under `#ifdef "
+         "__CUDA_NO_HALF_OPERATORS__` drops them on ROCm, and `a < b` on two __half no longer compiles; the "
+         "preprocessor tests HIP's name, one regex edit per file",
+         _source_edits("test torch's fp16 switches by their HIP names"),
+         log=(r"invalid operands to binary expression \('(?:const )?__half(?:2)?' and",), files=half_switches,
+         fixes="replace edits"),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
