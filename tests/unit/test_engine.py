@@ -198,10 +198,10 @@ def test_a_wheel_step_that_writes_no_wheel_fails_naming_it(tmp_path, recipe, roc
 
 def test_a_wheel_of_version_0_0_0_from_a_recipe_of_another_is_refused(tmp_path):
     """pyronn-torch 0.2.3 came out as pyronn_torch-0.0.0 (its setup.py takes the version from pyscaffold,
-    which the build lacked) and had been verified and placed."""
-    from rocbuild.engine.publish import _versioned
+    which the build lacked) and had been verified and placed, and was served so from the build cache again."""
+    from rocbuild.verify.plan_checks import versioned
 
     with pytest.raises(StepFailed, match="the wheel's version is 0.0.0, where the recipe builds 0.2.3"):
-        _versioned(tmp_path / "pyronn_torch-0.0.0-cp314-cp314-linux_x86_64.whl", "0.2.3")
-    _versioned(tmp_path / "pyronn_torch-0.2.3-cp314-cp314-linux_x86_64.whl", "0.2.3")
-    _versioned(tmp_path / "placeholder-0.0.0-py3-none-any.whl", "0.0")  # the recipe says 0.0.0 itself
+        versioned(tmp_path / "pyronn_torch-0.0.0+rocm7.2.buildonly-cp314-cp314-linux_x86_64.whl", "0.2.3")
+    versioned(tmp_path / "pyronn_torch-0.2.3+rocm7.2-cp314-cp314-linux_x86_64.whl", "0.2.3")
+    versioned(tmp_path / "placeholder-0.0.0-py3-none-any.whl", "0.0")  # the recipe says 0.0.0 itself

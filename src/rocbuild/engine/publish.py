@@ -46,31 +46,12 @@ def finalize(plan: Plan, identity: BuildIdentity, wheels: list[Path]) -> dict[Pa
     shutil.rmtree(final, ignore_errors=True)
     out = {}
     for wheel in wheels:
-        _versioned(wheel, plan.recipe.version)
         record = provenance(plan, identity, wheel)
         relative = str(plan.work.root) if plan.recipe.runpath == "relative" else None
         torch = identity.python.torch  # recorded for recipes built against torch: their wheels pin its series
         out[rewrite_wheel(wheel, final, plan.local_label, record, relative,
                           torch=torch.get("version") if torch else None)] = record
     return out
-
-
-def _versioned(wheel: Path, version: str) -> None:
-    """A wheel of version 0.0.0 from a recipe of another: setup.py found no version (setuptools' default), most
-    often a setuptools_scm or pyscaffold the build lacked, or one that read no git metadata."""
-    from packaging.version import InvalidVersion, Version
-
-    built = wheel.name.split("-")[1] if wheel.name.count("-") >= 4 else ""
-    try:
-        wrong = Version(built) == Version("0.0.0") != Version(version)
-    except InvalidVersion:
-        return  # a name pip did not write, or a recipe version verify's own checks refuse
-    if wrong:
-        raise StepFailed(f"{wheel.name}: the wheel's version is 0.0.0, where the recipe builds {version}: setup.py "
-                         "found no version (a setuptools_scm or pyscaffold the build environment lacks, or one "
-                         "that reads a version only from git)",
-                         hint="give the build what setup.py takes its version from (requires.python), or set it "
-                              "(SETUPTOOLS_SCM_PRETEND_VERSION for setuptools_scm)")
 
 
 @contextmanager

@@ -41,6 +41,25 @@ def _import_readers() -> None:
         pass
 
 
+def versioned(wheel: Path, version: str) -> None:
+    """A wheel of version 0.0.0 from a recipe of another: setup.py found no version (setuptools' default), most
+    often a setuptools_scm or pyscaffold the build lacked, or one that read no git metadata. Checked before any
+    other, on a cached build's wheels too."""
+    from packaging.version import InvalidVersion, Version
+
+    built = wheel.name.split("-")[1] if wheel.name.count("-") >= 4 else ""
+    try:  # the wheel's public version: rocbuild's local label (+rocm7.2) is its own
+        wrong = Version(Version(built).public) == Version("0.0.0") != Version(version)
+    except InvalidVersion:
+        return  # a name pip did not write, or a recipe version verify's own checks refuse
+    if wrong:
+        raise StepFailed(f"{wheel.name}: the wheel's version is 0.0.0, where the recipe builds {version}: setup.py "
+                         "found no version (a setuptools_scm or pyscaffold the build environment lacks, or one "
+                         "that reads a version only from git)",
+                         hint="give the build what setup.py takes its version from (requires.python), or set it "
+                              "(SETUPTOOLS_SCM_PRETEND_VERSION for setuptools_scm)")
+
+
 class Checker:
     def __init__(self, plan: Plan, runner: StepRunner, progress: Progress, log: Path):
         self.plan = plan
@@ -51,6 +70,8 @@ class Checker:
 
     def run(self, wheels: list[Path]) -> Verdict | None:
         """Every check in order; the first failure raises. Returns the built-in check's findings."""
+        for wheel in wheels:
+            versioned(wheel, self.plan.recipe.version)
         verdict = None
         installed: dict[str, str] | None = None
         for check in self.plan.verify:
