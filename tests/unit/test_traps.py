@@ -1889,3 +1889,22 @@ def test_torchs_fp16_switch_is_tested_by_its_hip_name(tmp_path):
         "defined(__CUDA_NO_HALF_CONVERSIONS__)", "defined(__HIP_NO_HALF_CONVERSIONS__)")
     line = "../../csrc/common_hip.cuh:962:85: error: invalid operands to binary expression ('__half' and '__half')"
     assert [h.trap.id for h in in_log([(1, line)], None)] == ["half-switch-cuda-name"]
+
+
+def test_an_atomic_add_of_a_16_bit_float_gets_rocbuilds_overloads(tmp_path):
+    # turbo-gnn 0.1.0rc4: atomicAdd(&grad_x[...], grad_out[...]) instantiated with __hip_bfloat16, which HIP's
+    # runtime declares no atomicAdd for
+    kernel = ("#include <cuda_bf16.h>\ntemplate <class T> __global__ void k(T* x, const T* y) { atomicAdd(&x[0], y[0]); }\n"
+              "template __global__ void k<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*);\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "csrc/reduction/reduction_aggr.cu": kernel})
+    line = "../../csrc/reduction/reduction_aggr.hip:2:60: error: no matching function for call to 'atomicAdd'"
+    (hit,) = [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "atomic-add-16bit"]
+    assert hit.files is not None and hit.files.where == "csrc/reduction/reduction_aggr.cu:2"
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap atomic-add-16bit (log:7): evidence"))  # type: ignore[arg-type]
+    out = (t / "csrc/reduction/reduction_aggr.cu").read_text()
+    assert out.startswith("#if !defined(ROCBUILD_ATOMIC_ADD_16)") and out.endswith(kernel)
+    assert "__device__ inline __hip_bfloat16 atomicAdd(__hip_bfloat16* address, __hip_bfloat16 val)" in out
+    # an atomicAdd of another type (a signed long, which HIP lacks too) in a file without 16-bit floats: not this
+    (t / "csrc/reduction/reduction_aggr.cu").write_text("__global__ void k(long* x) { atomicAdd(x, 1L); }\n")
+    assert not [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "atomic-add-16bit" and h.fix]

@@ -644,6 +644,58 @@ def warp_size_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | Non
     return None
 
 
+# CUDA's atomicAdd on a 16-bit float (__half, __nv_bfloat16; sm_70/sm_80 and up), which HIP's runtime does not declare:
+# rocbuild's overloads, a compare-and-swap on the 32-bit word that holds the value, written first in the file.
+ATOMIC_ADD_16 = "\n".join([
+    "#if !defined(ROCBUILD_ATOMIC_ADD_16)  // rocbuild (trap atomic-add-16bit): HIP has no atomicAdd of a 16-bit float",
+    "#define ROCBUILD_ATOMIC_ADD_16",
+    "#if defined(__HIPCC__)",
+    "#include <hip/hip_runtime.h>",
+    "#include <hip/hip_fp16.h>",
+    "#include <hip/hip_bf16.h>",
+    "__device__ inline float rocbuild_float16_get(__half v) { return __half2float(v); }",
+    "__device__ inline float rocbuild_float16_get(__hip_bfloat16 v) { return __bfloat162float(v); }",
+    "__device__ inline void rocbuild_float16_set(__half* v, float f) { *v = __float2half(f); }",
+    "__device__ inline void rocbuild_float16_set(__hip_bfloat16* v, float f) { *v = __float2bfloat16(f); }",
+    "template <class T> __device__ inline T rocbuild_atomic_add_16(T* address, T val) {",
+    "  const size_t at = reinterpret_cast<size_t>(address);",
+    "  unsigned int* word = reinterpret_cast<unsigned int*>(at & ~size_t(3));",
+    "  const unsigned int shift = (at & 2) ? 16u : 0u;",
+    "  unsigned int old = *word, assumed;",
+    "  T current;",
+    "  do {",
+    "    assumed = old;",
+    "    unsigned short bits = static_cast<unsigned short>(assumed >> shift);",
+    "    __builtin_memcpy(&current, &bits, 2);",
+    "    T sum;",
+    "    rocbuild_float16_set(&sum, rocbuild_float16_get(current) + rocbuild_float16_get(val));",
+    "    __builtin_memcpy(&bits, &sum, 2);",
+    "    old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | (static_cast<unsigned int>(bits) << shift));",
+    "  } while (assumed != old);",
+    "  return current;",
+    "}",
+    "__device__ inline __half atomicAdd(__half* address, __half val) { return rocbuild_atomic_add_16(address, val); }",
+    "__device__ inline __hip_bfloat16 atomicAdd(__hip_bfloat16* address, __hip_bfloat16 val) {",
+    "  return rocbuild_atomic_add_16(address, val);",
+    "}",
+    "#endif",
+    "#endif",
+    ""])
+FLOAT16 = re.compile(r"\b(?:__half|half|__nv_bfloat16|nv_bfloat16|__hip_bfloat16|at::Half|at::BFloat16)\b")
+
+
+def atomic_add_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source (its hipified copy named, the original edited) whose atomicAdd HIP has no overload for, where
+    it works on 16-bit floats."""
+    compiled = os.path.normpath(failure.group("file")).lstrip("./")
+    for rel, text in files.sources.items():
+        if "ROCBUILD_ATOMIC_ADD_16" not in text and FLOAT16.search(text) and "atomicAdd" in text and any(
+                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+            at = text.index("atomicAdd")
+            return _in_sources([SourceEdit(rel, line_of(text, at), _text_at(text, at), r"\A", ATOMIC_ADD_16, True)])
+    return None
+
+
 # setup.py's -DCUB_NS_QUALIFIER=::cuaev::cub (torchani, after torch's own CUB wrapping): CUB's names under a namespace
 # of the package's own, which hipCUB has no counterpart for.
 CUB_QUALIFIER = re.compile(r"CUB_NS_QUALIFIER=(?:::)?(?P<ns>[A-Za-z_]\w*)::cub\b")
@@ -1692,6 +1744,14 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("test torch's fp16 switches by their HIP names"),
          log=(r"invalid operands to binary expression \('(?:const )?__half(?:2)?' and",), files=half_switches,
          fixes="replace edits"),
+    Trap("atomic-add-16bit", "atomicAdd on a 16-bit float, which HIP does not declare",
+         "CUDA declares atomicAdd for __half and __nv_bfloat16 (sm_70 and sm_80 up); HIP's runtime declares it for "
+         "int, unsigned, float and double only: rocbuild's overloads for __half and __hip_bfloat16, a compare-and-swap "
+         "on the 32-bit word that holds the value, are written first in the file (a later ROCm that declares them "
+         "would make these a redefinition)",
+         _source_edits("add atomicAdd overloads for 16-bit floats"),
+         log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no matching function for call to 'atomicAdd'",),
+         locate=atomic_add_place, draft=False, fixes="replace edits"),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
