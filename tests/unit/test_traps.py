@@ -365,6 +365,16 @@ def test_cuda_only_headers_are_replaced_in_every_source_at_once(tmp_path):
     assert {e.with_ for e in fix.edits} == {"#include <hip/hip_runtime.h>"}
 
 
+def test_cusparses_v2_header_becomes_hipsparses(tmp_path):
+    # turbo-gnn 0.1.0rc4: `#include <cusparse_v2.h>` in a .cpp, which hipify leaves (g++: No such file or directory)
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "csrc/spmm/cusparse_spmm.cpp": "#include <cusparse_v2.h>\n"})
+    hit = _only_hit(t, "cuda-only-header")
+    assert isinstance(hit.fix, Edits) and [e.with_ for e in hit.fix.edits] == ["#include <hipsparse/hipsparse.h>"]
+    line = "<tree>/csrc/spmm/cusparse_spmm_hip.cpp:3:10: fatal error: cusparse_v2.h: No such file or directory"
+    assert [h.trap.id for h in in_log([(5, line)], None)] == ["cuda-only-header"]
+
+
 def test_a_kernel_handed_to_a_hip_call_that_takes_a_pointer_is_cast(tmp_path):
     # torch-harmonics 0.8.0: `cudaFuncGetAttributes(&attrs, empty_k)`, which HIP declares with `const void*`
     t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",

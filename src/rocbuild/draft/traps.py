@@ -544,7 +544,9 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
                 "device_functions.h": "hip/hip_runtime.h", "sm_60_atomic_functions.h": "hip/hip_runtime.h",
                 "cuda_profiler_api.h": "hip/hip_runtime_api.h",
                 # cuSOLVER's dense API: torch's hipify maps its names (cusolverDnHandle_t) but not its header
-                "cusolverDn.h": "hipsolver/hipsolver.h"}
+                "cusolverDn.h": "hipsolver/hipsolver.h",
+                # cuSPARSE's v2 header (turbo-gnn's), which only includes cusparse.h: hipify maps that one's names
+                "cusparse_v2.h": "hipsparse/hipsparse.h"}
 
 
 # CUDA headers of features HIP does not have (hipify maps the others): a failure to find one is not a
@@ -1607,8 +1609,8 @@ TRAPS: tuple[Trap, ...] = (
          "hipify maps the CUDA runtime's headers to HIP's, but not CUDA's internal ones (device_atomic_functions.h, "
          "device_launch_parameters.h): HIP's runtime header declares what they do",
          _source_edits("include HIP's runtime header instead of CUDA's own"),
-         log=(r"(?P<value>\S+\.hip):\d+:\d+: fatal error: '(?P<header>" + "|".join(
-             re.escape(h) for h in CUDA_HEADERS) + r")' file not found",),
+         log=(r"(?P<value>\S+\.(?:hip|cpp|cc|cuh?|h|hpp)):\d+:\d+: fatal error: '?(?P<header>" + "|".join(
+             re.escape(h) for h in CUDA_HEADERS) + r")'?:? (?:file not found|No such file or directory)",),
          files=cuda_headers, fixes="replace edits"),
     Trap("torch-api-renamed", "a torch C++ name removed since, which has a successor",
          "older extensions call torch macros that were removed (AT_CHECK, gone in torch 1.5), or dispatch on "
