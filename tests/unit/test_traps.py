@@ -1918,3 +1918,22 @@ def test_an_atomic_add_of_a_16_bit_float_gets_rocbuilds_overloads(tmp_path):
     # an atomicAdd of another type (a signed long, which HIP lacks too) in a file without 16-bit floats: not this
     (t / "csrc/reduction/reduction_aggr.cu").write_text("__global__ void k(long* x) { atomicAdd(x, 1L); }\n")
     assert not [h for h in in_log([(7, line)], BuildFiles.read(t)) if h.trap.id == "atomic-add-16bit" and h.fix]
+
+
+def test_a_cuda_name_whose_hip_counterpart_the_compiler_suggests_is_renamed(tmp_path):
+    # turbo-gnn 0.1.0rc4: `hipsparseSpMMAlg_t best_alg = CUSPARSE_SPMM_ALG_DEFAULT;` after hipify, and g++'s
+    # "did you mean 'HIPSPARSE_SPMM_ALG_DEFAULT'?"
+    source = ("cusparseSpMMAlg_t a = CUSPARSE_SPMM_ALG_DEFAULT;\n"
+              "auto b = {CUSPARSE_SPMM_ALG_DEFAULT, CUSPARSE_SPMM_ALG_DEFAULTX};\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "csrc/spmm/cusparse_spmm.cpp": source})
+    line = ("<tree>/csrc/spmm/cusparse_spmm_hip.cpp:66:35: error: ‘CUSPARSE_SPMM_ALG_DEFAULT’ was not declared in "
+            "this scope; did you mean ‘HIPSPARSE_SPMM_ALG_DEFAULT’?")
+    (hit,) = [h for h in in_log([(3, line)], BuildFiles.read(t)) if h.trap.id == "hip-name-suggested"]
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap hip-name-suggested (log:3): evidence"))  # type: ignore[arg-type]
+    assert (t / "csrc/spmm/cusparse_spmm.cpp").read_text() == (
+        "cusparseSpMMAlg_t a = HIPSPARSE_SPMM_ALG_DEFAULT;\n"
+        "auto b = {HIPSPARSE_SPMM_ALG_DEFAULT, CUSPARSE_SPMM_ALG_DEFAULTX};\n")  # a longer name is another
+    # a suggestion that is another name altogether (clang's nearest spelling) is not followed
+    other = "use of undeclared identifier 'cudaFooBar'; did you mean 'hipFooBaz'?"
+    assert not [h for h in in_log([(3, other)], BuildFiles.read(t)) if h.trap.id == "hip-name-suggested" and h.fix]

@@ -256,7 +256,9 @@ def _build_planned(args: argparse.Namespace, inv: Invocation, kit_fd: int | None
         # local label (a build-only torch's wheels say so) and the checks it decides were read from the old.
         plan = make_build_plan(args, inv)
     cache = None if args.no_cache else BuildCache(cache_root() / "builds")
-    engine = Engine(plan, runner, progress, cache=cache, install_missing=args.install_missing)
+    # --try in a root installs the Debian packages a fix requires, never a torch (a download the user did not ask for)
+    packages = args.install_missing or getattr(args, "try_packages", False)
+    engine = Engine(plan, runner, progress, cache=cache, install_missing=packages)
     result = engine.build(clean=args.clean, until=args.until, locked=args.locked)
     stdout, stderr = _outcome(args, plan, result)
     stderr += _installs(result.wheels, here)

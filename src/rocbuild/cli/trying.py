@@ -47,8 +47,8 @@ def cmd_try(args: argparse.Namespace, inv: Invocation) -> int:
     if inv.root is not None and not args.install_missing:
         # a fix that names a requirement (a ROCm library, a system library's header) is only half a fix while the
         # root lacks it: the root is rocbuild's own, and its packages come from its distribution's archive
-        say(f"--try in root {inv.root.name}: what the recipe requires is installed into the root (--install-missing)")
-        args.install_missing = True
+        say(f"--try in root {inv.root.name}: the Debian packages the recipe requires are installed into the root")
+        args.try_packages = True
     outcome = try_recipe(path, lambda n: _one_try(args, inv, path), Limits(args.max_tries, (
         args.time_limit * 60 if args.time_limit else None)), say)
     if fresh is not None:

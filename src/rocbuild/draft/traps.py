@@ -698,6 +698,23 @@ def atomic_add_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | No
     return None
 
 
+def hip_counterpart(cuda: str, hip: str) -> bool:
+    """Whether `hip` is `cuda` under HIP's prefix (CUSPARSE_SPMM_ALG_DEFAULT and HIPSPARSE_SPMM_ALG_DEFAULT,
+    cudaFoo and hipFoo, cublasBar and hipblasBar): the name hipify would have written, had it known it."""
+    return (cuda.startswith("CU") and hip == "HIP" + cuda[2:]) or (
+        cuda.startswith("cu") and hip in ("hip" + cuda[2:], "hip" + cuda[4:] if cuda.startswith("cuda") else ""))
+
+
+def suggested_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """Each source that names the CUDA name the compiler suggested HIP's counterpart for, renamed."""
+    cuda, hip = failure.group("value"), failure.group("hip")
+    if not hip_counterpart(cuda, hip):
+        return None
+    name = re.compile(rf"\b{re.escape(cuda)}\b")
+    return _in_sources([SourceEdit(rel, line_of(text, m.start()), _text_at(text, m.start()), name.pattern, hip, True)
+                        for rel, text in files.sources.items() for m in [name.search(text)] if m])
+
+
 # setup.py's -DCUB_NS_QUALIFIER=::cuaev::cub (torchani, after torch's own CUB wrapping): CUB's names under a namespace
 # of the package's own, which hipCUB has no counterpart for.
 CUB_QUALIFIER = re.compile(r"CUB_NS_QUALIFIER=(?:::)?(?P<ns>[A-Za-z_]\w*)::cub\b")
@@ -1754,6 +1771,14 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("add atomicAdd overloads for 16-bit floats"),
          log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no matching function for call to 'atomicAdd'",),
          locate=atomic_add_place, draft=False, fixes="replace edits"),
+    Trap("hip-name-suggested", "a CUDA name hipify left, whose HIP counterpart the compiler suggests",
+         "hipify maps the names it knows (cusparseSpMM to hipsparseSpMM) and leaves the rest (CUSPARSE_SPMM_ALG_DEFAULT); "
+         "where the compiler's `did you mean` names the same name under HIP's prefix, that is the one HIP declares: "
+         "each source that names it gets one regex edit",
+         _source_edits("rename CUDA names hipify left to their HIP counterparts"),
+         log=(r"[‘'](?P<value>(?:CU|cu)\w+)[’'] was not declared in this scope; did you mean [‘'](?P<hip>(?:HIP|hip)\w+)[’']",
+              r"use of undeclared identifier '(?P<value>(?:CU|cu)\w+)'; did you mean '(?P<hip>(?:HIP|hip)\w+)'"),
+         locate=suggested_place, draft=False, fixes="replace edits", names="name"),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
