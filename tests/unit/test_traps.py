@@ -1937,3 +1937,15 @@ def test_a_cuda_name_whose_hip_counterpart_the_compiler_suggests_is_renamed(tmp_
     # a suggestion that is another name altogether (clang's nearest spelling) is not followed
     other = "use of undeclared identifier 'cudaFooBar'; did you mean 'hipFooBaz'?"
     assert not [h for h in in_log([(3, other)], BuildFiles.read(t)) if h.trap.id == "hip-name-suggested" and h.fix]
+
+
+def test_a_cuda_math_library_linked_by_name_becomes_rocms(tmp_path):
+    # turbo-gnn 0.1.0rc4: `libraries=["cusparse"]` beside hipified hipsparse calls: ld's `cannot find -lcusparse`
+    setup = ("from torch.utils.cpp_extension import CUDAExtension\n"
+             "CUDAExtension('g', ['k.cu'], libraries=[\"cusparse\"], extra_link_args=['-lcublas'])\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n"})
+    assert len(_only_hit(t, "cuda-math-library-linked").fix.edits) == 2  # type: ignore[union-attr]
+    _drafted(t)
+    assert "libraries=[\"hipsparse\"], extra_link_args=['-lhipblas']" in (t / "setup.py").read_text()
+    line = "/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcusparse: No such file or directory"
+    assert "cuda-math-library-linked" in [h.trap.id for h in in_log([(9, line)], None)]

@@ -1088,6 +1088,25 @@ def _linked(files: BuildFiles, name: str) -> Evidence | None:
     return None
 
 
+# CUDA's math libraries, and the ROCm libraries hipify's names call instead (cusparseSpMM is hipsparseSpMM).
+CUDA_MATH_LIBRARIES = {"cublas": "hipblas", "cublasLt": "hipblaslt", "cusparse": "hipsparse", "curand": "hiprand",
+                       "cufft": "hipfft", "cusolver": "hipsolver"}
+
+
+def cuda_math_libraries(files: BuildFiles) -> Evidence | None:
+    """setup.py links CUDA's math libraries by name (turbo-gnn's `libraries=["cusparse"]`): one edit each."""
+    if files.torch is None:
+        return None
+    edits = []
+    for lib, hip in CUDA_MATH_LIBRARIES.items():
+        found = _linked(files, lib)
+        if found is not None and found.value:
+            flag = "-l" if found.value.startswith("-l") else ""
+            edits.append(SourceEdit("setup.py", int(found.where.split(":")[1]), found.text,
+                                    rf"""(["']){re.escape(found.value)}\1""", rf"\g<1>{flag}{hip}\g<1>", True))
+    return _in_sources(edits)
+
+
 def cuda_libraries(files: BuildFiles) -> Evidence | None:
     """setup.py links one of CUDA's libraries by name (`'-lcudart'` among the link flags, `'cuda'` in a `libraries=`
     list; stainx's): there is none on ROCm, whatever branch names it."""
@@ -1882,6 +1901,15 @@ TRAPS: tuple[Trap, ...] = (
          lambda files, _f: _drop_flag(files, None),
          log=(r"(?:cannot find|unable to find library) -l(?P<value>cuda|cudart|nvToolsExt|:libcudart_static\.a)(?![\w.])",),
          locate=linked_library, files=cuda_libraries, fixes="a replace edit", names="library"),
+    Trap("cuda-math-library-linked", "a CUDA math library linked by name",
+         "setup.py links cuBLAS, cuSPARSE, cuRAND, cuFFT or cuSOLVER itself (libraries=['cusparse']); hipify makes the "
+         "calls hipSPARSE's (cusparseSpMM to hipsparseSpMM), which ROCm's library of that name holds: it is linked "
+         "instead, and --install-missing brings its package into a root",
+         _source_edits("link ROCm's math libraries for CUDA's"),
+         log=(r"(?:cannot find|unable to find library) -l(?P<value>" + "|".join(CUDA_MATH_LIBRARIES)
+                            + r")(?![\w.])",),
+         locate=lambda files, _m: cuda_math_libraries(files), files=cuda_math_libraries, fixes="a replace edit",
+         names="library"),
     Trap("cuda-flag-for-hipcc", "a CUDA-only compiler flag given to hipcc",
          "nvcc's flags (--expt-relaxed-constexpr, -Xptxas, ...) are unknown to clang, which refuses them",
          _drop_flag, log=(r"clang(?:\+\+)?(?:-\d+)?: error: (?:unsupported option|unknown argument):? '(?P<value>[^']+)'",),
