@@ -251,6 +251,7 @@ def test_an_import_setup_py_can_do_without_is_not_a_build_requirement(tmp_path):
     setup = ("import os\nimport psutil\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
              "try:\n    import nvidia\n    from cupy import cuda\nexcept ImportError:\n    pass\n"
              "try:\n    import pybind11\nexcept OSError:\n    pass\n"
+             "try:\n    import cython\nexcept ImportError:\n    raise RuntimeError('Cython is needed')\n"
              "setup(name='t', ext_modules=[CUDAExtension('t', ['k.cu'])])\n")
     setup = "import sys\nsys.path.insert(0, 'pkg')\nimport version\n" + setup  # torchopt's pkg/version.py
     reading = read_torch(tree(tmp_path / "src", {"setup.py": setup, "k.cu": "__global__ void k() {}\n",
@@ -258,3 +259,4 @@ def test_an_import_setup_py_can_do_without_is_not_a_build_requirement(tmp_path):
     assert reading is not None
     assert "nvidia" not in reading.python and "cupy" not in reading.python and "version" not in reading.python
     assert "psutil" in reading.python and "pybind11" in reading.python  # an OSError handler does not make it optional
+    assert "cython" in reading.python  # nor one that gives up

@@ -108,7 +108,7 @@ class Rocm:
     include_dir: Path | None = None
     device_lib_dir: Path | None = None  # the device libraries' bitcode (ockl.bc, ...) clang links into kernels
     # Where the compilers find a system library's headers (cblas.h, png.h): /usr/local/include, /usr/include and
-    # its multiarch folders (Debian's libopenblas-dev puts cblas.h in /usr/include/x86_64-linux-gnu).
+    # this machine's multiarch folder (Debian's libopenblas-dev puts cblas.h in /usr/include/x86_64-linux-gnu).
     system_include_dirs: list[Path] = field(default_factory=list)
 
     @property

@@ -108,6 +108,13 @@ def _catches_import(caught: ast.expr | None) -> bool:
     return any(n in ("", "ImportError", "ModuleNotFoundError", "Exception", "BaseException") for n in names)
 
 
+def _gives_up(handler: ast.ExceptHandler) -> bool:
+    """A handler that raises or exits (`except ImportError: raise RuntimeError("pybind11 is needed")`): the
+    module is required after all."""
+    return any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and dotted(n.func) in ("sys.exit", "exit", "quit"))
+               for stmt in handler.body for n in ast.walk(stmt))
+
+
 class _Walker:
     def __init__(self, rel: str, facts: PyFacts):
         self.rel, self.facts = rel, facts
@@ -153,7 +160,7 @@ class _Walker:
         child, parent = node, self.parents.get(id(node))
         while parent is not None:
             if isinstance(parent, ast.Try) and any(child is b for b in parent.body) and \
-                    any(_catches_import(h.type) for h in parent.handlers):
+                    any(_catches_import(h.type) and not _gives_up(h) for h in parent.handlers):
                 return True
             child, parent = parent, self.parents.get(id(parent))
         return False
