@@ -162,6 +162,9 @@ class Trap:
     draft: bool = True  # the drafter applies its fix when the build files show it
     fixes: str = ""  # what kind of recipe data the fix is, for the reference
     names: str = ""  # what the value a log detector takes is (the report shows it): "blocked host", ...
+    # Its log pattern is wider than the trap (any atomicAdd without an overload): where the build files were read
+    # and its locate finds no place, the failure is not this trap's, and it is not named.
+    placed: bool = False
 
     def on_log(self, line: str, alive: tuple[Needled, ...] | None = None) -> re.Match[str] | None:
         """The first of its patterns (or of those `alive`, the ones the whole log can match) `line` matches."""
@@ -1789,7 +1792,7 @@ TRAPS: tuple[Trap, ...] = (
          "would make these a redefinition)",
          _source_edits("add atomicAdd overloads for 16-bit floats"),
          log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no matching function for call to 'atomicAdd'",),
-         locate=atomic_add_place, draft=False, fixes="replace edits"),
+         locate=atomic_add_place, draft=False, fixes="replace edits", placed=True),
     Trap("hip-name-suggested", "a CUDA name hipify left, whose HIP counterpart the compiler suggests",
          "hipify maps the names it knows (cusparseSpMM to hipsparseSpMM) and leaves the rest (CUSPARSE_SPMM_ALG_DEFAULT); "
          "where the compiler's `did you mean` names the same name under HIP's prefix, that is the one HIP declares: "
@@ -1797,7 +1800,7 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("rename CUDA names hipify left to their HIP counterparts"),
          log=(r"[‘'](?P<value>(?:CU|cu)\w+)[’'] was not declared in this scope; did you mean [‘'](?P<hip>(?:HIP|hip)\w+)[’']",
               r"use of undeclared identifier '(?P<value>(?:CU|cu)\w+)'; did you mean '(?P<hip>(?:HIP|hip)\w+)'"),
-         locate=suggested_place, draft=False, fixes="replace edits", names="name"),
+         locate=suggested_place, draft=False, fixes="replace edits", names="name", placed=True),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
@@ -2183,6 +2186,8 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
         tree = None
         if files is not None and trap.locate is not None and _names_place(match):
             tree = trap.locate(files, match)
+            if tree is None and trap.placed:
+                continue
         elif files is not None:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
