@@ -1949,3 +1949,19 @@ def test_a_cuda_math_library_linked_by_name_becomes_rocms(tmp_path):
     assert "libraries=[\"hipsparse\"], extra_link_args=['-lhipblas']" in (t / "setup.py").read_text()
     line = "/usr/bin/x86_64-linux-gnu-ld.bfd: cannot find -lcusparse: No such file or directory"
     assert "cuda-math-library-linked" in [h.trap.id for h in in_log([(9, line)], None)]
+
+
+def test_a_thrust_algorithm_called_without_its_header_gets_it(tmp_path):
+    # torch-quiver 0.1.1: quiver.cu.hpp includes <thrust/device_vector.h> and calls thrust::sort and
+    # thrust::sequence, which rocThrust's device_vector.h does not bring
+    header = ("#include <thrust/binary_search.h>\n#include <thrust/device_vector.h>\n"
+              "void f(thrust::device_vector<int>& e) {\n  thrust::sort(e.begin(), e.end());\n"
+              "  thrust::sequence(e.begin(), e.end());\n  thrust::lower_bound(e.begin(), e.end(), 1);\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "srcs/cpp/include/quiver/quiver.cu.hpp": header})
+    line = "../../srcs/cpp/include/quiver/quiver.cu_hip.hpp:226:21: error: no member named 'sort' in namespace 'thrust'"
+    (hit,) = [h for h in in_log([(121, line)], BuildFiles.read(t)) if h.trap.id == "thrust-header-missing"]
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap thrust-header-missing (log:121): evidence"))  # type: ignore[arg-type]
+    out = (t / "srcs/cpp/include/quiver/quiver.cu.hpp").read_text()
+    assert out == "#include <thrust/sequence.h>\n#include <thrust/sort.h>\n" + header  # binary_search.h was there
+    assert "thrust-header-missing" not in [h.trap.id for h in in_log([(121, line)], BuildFiles.read(t))]

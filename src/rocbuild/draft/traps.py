@@ -701,6 +701,42 @@ def atomic_add_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | No
     return None
 
 
+# Thrust's algorithms and the header of each. CUDA's thrust headers include one another widely, so a source that
+# includes <thrust/device_vector.h> can call thrust::sort; rocThrust's include less (torch-quiver).
+THRUST_HEADERS = {
+    **dict.fromkeys(("sort", "sort_by_key", "stable_sort", "stable_sort_by_key", "is_sorted"), "thrust/sort.h"),
+    **dict.fromkeys(("reduce", "reduce_by_key"), "thrust/reduce.h"),
+    **dict.fromkeys(("inclusive_scan", "exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key"),
+                    "thrust/scan.h"),
+    **dict.fromkeys(("copy", "copy_if", "copy_n"), "thrust/copy.h"),
+    **dict.fromkeys(("unique", "unique_by_key", "unique_copy"), "thrust/unique.h"),
+    **dict.fromkeys(("count", "count_if"), "thrust/count.h"),
+    **dict.fromkeys(("find", "find_if"), "thrust/find.h"),
+    **dict.fromkeys(("remove", "remove_if", "remove_copy_if"), "thrust/remove.h"),
+    **dict.fromkeys(("lower_bound", "upper_bound", "binary_search", "equal_range"), "thrust/binary_search.h"),
+    **dict.fromkeys(("max_element", "min_element", "minmax_element"), "thrust/extrema.h"),
+    **{name: f"thrust/{name}.h" for name in ("sequence", "transform", "fill", "for_each", "gather", "scatter",
+                                              "replace", "reverse", "tabulate", "transform_reduce", "generate")},
+    "make_zip_iterator": "thrust/iterator/zip_iterator.h", "counting_iterator": "thrust/iterator/counting_iterator.h",
+}
+
+
+def thrust_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The source (its hipified copy named, the original edited) calling Thrust's algorithms whose headers it does
+    not include: each such header included first in it."""
+    compiled = os.path.normpath(failure.group("file")).lstrip("./")
+    for rel, text in files.sources.items():
+        if any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+            used = {THRUST_HEADERS[n] for n in re.findall(r"\bthrust::(\w+)", text) if n in THRUST_HEADERS}
+            headers = sorted(h for h in used if not re.search(rf"#\s*include\s*[<\"]{re.escape(h)}[>\"]", text))
+            if not headers:
+                return None
+            at = text.index("thrust::")
+            return _in_sources([SourceEdit(rel, line_of(text, at), _text_at(text, at), r"\A",
+                                           "".join(f"#include <{h}>\n" for h in headers), True)])
+    return None
+
+
 def hip_counterpart(cuda: str, hip: str) -> bool:
     """Whether `hip` is `cuda` under HIP's prefix (CUSPARSE_SPMM_ALG_DEFAULT and HIPSPARSE_SPMM_ALG_DEFAULT,
     cudaFoo and hipFoo, cublasBar and hipblasBar): the name hipify would have written, had it known it."""
@@ -1801,6 +1837,13 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"[‘'](?P<value>(?:CU|cu)\w+)[’'] was not declared in this scope; did you mean [‘'](?P<hip>(?:HIP|hip)\w+)[’']",
               r"use of undeclared identifier '(?P<value>(?:CU|cu)\w+)'; did you mean '(?P<hip>(?:HIP|hip)\w+)'"),
          locate=suggested_place, draft=False, fixes="replace edits", names="name", placed=True),
+    Trap("thrust-header-missing", "a Thrust algorithm called without its header",
+         "CUDA's Thrust headers include one another widely, so code that includes <thrust/device_vector.h> alone "
+         "can call thrust::sort; rocThrust's include less: each algorithm's own header (thrust/sort.h, "
+         "thrust/sequence.h) is included first in the file that calls it",
+         _source_edits("include the headers of the Thrust algorithms called"),
+         log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no member named '(?P<value>\w+)' in namespace 'thrust'",),
+         locate=thrust_place, draft=False, fixes="replace edits", names="name", placed=True),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
