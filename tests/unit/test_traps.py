@@ -1934,6 +1934,11 @@ def test_a_cuda_name_whose_hip_counterpart_the_compiler_suggests_is_renamed(tmp_
     assert (t / "csrc/spmm/cusparse_spmm.cpp").read_text() == (
         "cusparseSpMMAlg_t a = HIPSPARSE_SPMM_ALG_DEFAULT;\n"
         "auto b = {HIPSPARSE_SPMM_ALG_DEFAULT, CUSPARSE_SPMM_ALG_DEFAULTX};\n")  # a longer name is another
+    # mhc-cuda 0.1.0: clang's form for a type, cuBLASLt's
+    (t / "csrc/ops.cuh").write_text("cublasLtOrder_t order;\n")
+    typed = "../../csrc/ops_hip.cuh:285:9: error: unknown type name 'cublasLtOrder_t'; did you mean 'hipblasLtOrder_t'?"
+    (hit,) = [h for h in in_log([(4, typed)], BuildFiles.read(t)) if h.trap.id == "hip-name-suggested"]
+    assert hit.files is not None and hit.files.where == "csrc/ops.cuh:1"
     # a suggestion that is another name altogether (clang's nearest spelling) is not followed
     other = "use of undeclared identifier 'cudaFooBar'; did you mean 'hipFooBaz'?"
     assert "hip-name-suggested" not in [h.trap.id for h in in_log([(3, other)], BuildFiles.read(t))]

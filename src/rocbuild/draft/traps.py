@@ -1834,8 +1834,10 @@ TRAPS: tuple[Trap, ...] = (
          "where the compiler's `did you mean` names the same name under HIP's prefix, that is the one HIP declares: "
          "each source that names it gets one regex edit",
          _source_edits("rename CUDA names hipify left to their HIP counterparts"),
-         log=(r"[‘'](?P<value>(?:CU|cu)\w+)[’'] was not declared in this scope; did you mean [‘'](?P<hip>(?:HIP|hip)\w+)[’']",
-              r"use of undeclared identifier '(?P<value>(?:CU|cu)\w+)'; did you mean '(?P<hip>(?:HIP|hip)\w+)'"),
+         log=(r"[‘'](?P<value>(?:CU|cu)\w+)[’'] (?:was not declared in this scope|does not name a type); did you mean "
+              r"[‘'](?P<hip>(?:HIP|hip)\w+)[’']",
+              r"(?:use of undeclared identifier|unknown type name) '(?P<value>(?:CU|cu)\w+)'; did you mean "
+              r"'(?P<hip>(?:HIP|hip)\w+)'"),
          locate=suggested_place, draft=False, fixes="replace edits", names="name", placed=True),
     Trap("thrust-header-missing", "a Thrust algorithm called without its header",
          "CUDA's Thrust headers include one another widely, so code that includes <thrust/device_vector.h> alone "
