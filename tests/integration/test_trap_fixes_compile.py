@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocbuild.draft.masks import rounding_intrinsics
-from rocbuild.draft.traps import BuildFiles, in_build_files
+from rocbuild.draft.traps import BuildFiles, in_build_files, in_log
 from rocbuild.engine.patch import apply_replace
 from rocbuild.plan.model import ReplacePatch
 from tests.integration.test_build_roots import rocbuild, root  # noqa: F401  (the session's ROCm 7.2 root)
@@ -85,17 +85,23 @@ def fails_then_compiles(root: str, tmp_path: Path, source: str, trap: str) -> st
 HALF2 = """\
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
+#include <hip/hip_bf16.h>
 #define H2RELU(x) __hmax2(__float2half2_rn(0.0f), (x))
 __global__ void k(__half2* x) { x[threadIdx.x] = __hmin2(H2RELU(x[threadIdx.x]), x[0]); }
+__global__ void b(__hip_bfloat162* y) { y[threadIdx.x] = __hmax2(y[threadIdx.x], y[0]); }
 """
 
 
 @pytest.mark.root
 @pytest.mark.network
 def test_half2_max_and_min_written_for_hip_compile_in_rocm_7_2(root: str, tmp_path: Path) -> None:  # noqa: F811
-    # cugpt 0.1.0's ReLU: ROCm 7.2's fp16 header has __hmax, and no __hmax2
-    assert "undeclared identifier '__hmax2'" in fails_then_compiles(root, tmp_path, HALF2, "hip-form-differs")
-    assert (tmp_path / "k.hip").read_text().count("rocbuild_hm") == 6  # 2 calls, 2 functions, 2 #defines
+    # cugpt 0.1.0's ReLU: ROCm 7.2's fp16 header has __hmax, and no __hmax2; turbo-gnn's bf16 pairs, which HIP's
+    # bf16 header has __hmax2 for, go to that one
+    said = fails_then_compiles(root, tmp_path, HALF2, "hip-form-differs")
+    assert "no matching function for call to '__hmax2'" in said  # bf16's __hmax2 is declared, half2's not
+    assert [h.trap.id for h in in_log(list(enumerate(said.splitlines(), 1)), None)][:1] == ["hip-form-differs"]
+    # 3 calls, 2 functions for half2, 2 templates for any other pair (bf16's, to HIP's own), 2 #defines
+    assert (tmp_path / "k.hip").read_text().count("rocbuild_hm") == 9
 
 
 LANE_MASKS = """\

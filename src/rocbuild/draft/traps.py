@@ -1724,6 +1724,8 @@ TRAPS: tuple[Trap, ...] = (
          "form (half2's max and min a function written first in the file)",
          _source_edits("call the form HIP declares too"),
          log=(r"use of undeclared identifier '(?P<value>__floats?2bfloat162_rn|__float2bfloat16_rn|__hm(?:ax|in)2)'",
+              # half2's, where bf16's header (which declares a bf16 pair's) is included too
+              r"no matching function for call to '(?P<value>__hm(?:ax|in)2)'",
               r"unknown type name '(?P<value>nv_bfloat162?)'",
               r"no matching function for call to '(?P<value>hipMalloc3DArray)'"),
          files=other_forms, fixes="replace edits", names="call"),
