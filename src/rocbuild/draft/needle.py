@@ -35,8 +35,7 @@ def needle(pattern: str) -> str:
     """The longest run of literal characters at the pattern's top level (outside groups, classes, repeats
     and alternations): every match holds it. "" where the parser cannot say."""
     try:  # the standard library's own regex parser; a Python that moves it costs speed, not correctness
-        parser: Any = importlib.import_module("re._parser")
-        constants: Any = importlib.import_module("re._constants")
+        parser, constants = _parser()
         items = list(parser.parse(pattern))
     except (ImportError, AttributeError, re.error):
         return ""
@@ -47,3 +46,12 @@ def needle(pattern: str) -> str:
             continue
         best, run = max(best, run, key=len), ""  # an alternation's shared prefix stays: the parser factors it out
     return max(best, run, key=len)
+
+
+def _parser() -> tuple[Any, Any]:
+    """re._parser and re._constants (Python 3.11 and newer), or sre_parse and sre_constants (3.10), which 3.11
+    deprecates: the newer names first."""
+    try:
+        return importlib.import_module("re._parser"), importlib.import_module("re._constants")
+    except ImportError:
+        return importlib.import_module("sre_parse"), importlib.import_module("sre_constants")
