@@ -59,7 +59,7 @@ def find_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         call = re.search(CALL, text)
         if call:
-            found.append(SourceEdit(rel, line_of(text, call.start()), _text(text, call.start()), CALL, FULL, True))
+            found.append(SourceEdit(rel, line_of(text, call.start()), line_at(text, call.start()), CALL, FULL, True))
         for match in [*DEFINE.finditer(text), *CONSTANT.finditer(text)]:
             whole = match.group(0).strip()
             wide = whole.replace(match.group("lit"), FULL)
@@ -115,7 +115,7 @@ def variable_masks(texts: Mapping[str, str]) -> list[SourceEdit]:
         narrow = {m.group("name") for m in MASK_VARIABLE.finditer(text)}
         call = next((m for m in SYNC_CALL.finditer(text) if m.group("arg") in narrow), None)
         if call is not None:
-            found.append(SourceEdit(rel, line_of(text, call.start()), _text(text, call.start()), r"\A", WARP32, True))
+            found.append(SourceEdit(rel, line_of(text, call.start()), line_at(text, call.start()), r"\A", WARP32, True))
     return found
 
 
@@ -180,7 +180,7 @@ def renamed_torch_api(texts: Mapping[str, str]) -> list[SourceEdit]:
                                     RENAMED_TORCH_API[name], True))
         dispatch = DISPATCH_ON_TYPE.search(text)
         if dispatch is not None:
-            found.append(SourceEdit(rel, line_of(text, dispatch.start()), _text(text, dispatch.start()),
+            found.append(SourceEdit(rel, line_of(text, dispatch.start()), line_at(text, dispatch.start()),
                                     DISPATCH_ON_TYPE.pattern, r"\g<head>.scalar_type(),", True))
     return found
 
@@ -265,6 +265,13 @@ def sources(tree: Path) -> list[Path]:
     return [p for p in found if str(p.relative_to(tree)) not in made and p.stat().st_size <= MAX_BYTES]
 
 
+def compiled_as(rel: str, named: str) -> bool:
+    """Whether the file a compiler's message names is source `rel`, or torch's hipified copy of it (x.hip,
+    x_hip.cpp): what a fix edits is the original."""
+    compiled = os.path.normpath(named).lstrip("./")
+    return any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel)))
+
+
 def hipified(rel: str) -> str:
     """Where torch's hipify (cpp_extension, an extension's tree) writes a source's HIP version:
     torch.utils.hipify.hipify_python.get_hip_file_path with is_pytorch_extension."""
@@ -290,7 +297,8 @@ def line_of(text: str, at: int) -> int:
     return text.count("\n", 0, at) + 1
 
 
-def _text(text: str, at: int) -> str:
+def line_at(text: str, at: int) -> str:
+    """The line of `text` that offset `at` falls in, stripped."""
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
     return text[start:end if end >= 0 else None].strip()
@@ -308,7 +316,7 @@ def renames(texts: Mapping[str, str], forms: Iterable[tuple[re.Pattern[str], str
         for pattern, replacement in forms:
             first = pattern.search(text)
             if first is not None:
-                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern.pattern,
+                found.append(SourceEdit(rel, line_of(text, first.start()), line_at(text, first.start()), pattern.pattern,
                                         replacement, True))
     return found
 
@@ -342,7 +350,7 @@ def vector_helpers(texts: Mapping[str, str]) -> list[SourceEdit]:
         for pattern, guarded in GUARDED.items():
             first = re.search(pattern, text, re.MULTILINE)
             if first:
-                found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), pattern,
+                found.append(SourceEdit(rel, line_of(text, first.start()), line_at(text, first.start()), pattern,
                                         guarded, True))
     return found
 
@@ -383,7 +391,7 @@ def vendored_hip_headers(texts: Mapping[str, str]) -> list[SourceEdit]:
         token = HIPIFIED_TOKEN.search(text)
         if entry is not None or token is not None:
             at = token.start() if token is not None and entry is None else 0
-            found.append(SourceEdit(rel, line_of(text, at), f"included as {entry}" if entry else _text(text, at),
+            found.append(SourceEdit(rel, line_of(text, at), f"included as {entry}" if entry else line_at(text, at),
                                     r"\A", BREADCRUMB, True))
     return found
 
@@ -430,7 +438,7 @@ def c10_hip_names(texts: Mapping[str, str]) -> list[SourceEdit]:
     found: list[SourceEdit] = []
     for rel, text in texts.items():
         for name, first in _firsts(C10_HIP, text, "name").items():
-            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()),
+            found.append(SourceEdit(rel, line_of(text, first.start()), line_at(text, first.start()),
                                     rf"\bc10::hip::{name}\b", "c10::cuda::" + name.replace("HIP", "CUDA"), True))
     return found
 
@@ -455,7 +463,7 @@ def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         for call, first in _firsts(ROUNDING, text).items():
             name, width = _OCML[first.group("op")]
-            found.append(SourceEdit(rel, line_of(text, first.start()), _text(text, first.start()), rf"\b{re.escape(call)}",
+            found.append(SourceEdit(rel, line_of(text, first.start()), line_at(text, first.start()), rf"\b{re.escape(call)}",
                                     f"__ocml_{name}_{_OCML_MODE[first.group('mode')]}_f{width}(", True))
     return found
 
@@ -514,7 +522,7 @@ def atomic_overloads(texts: Mapping[str, str]) -> list[SourceEdit]:
             if end is None or text[:match.start()].rstrip().endswith(ATOMIC_GUARD):
                 continue
             whole = text[match.start():end + 1]
-            found.append(SourceEdit(rel, line_of(text, match.start()), _text(text, match.start()), whole,
+            found.append(SourceEdit(rel, line_of(text, match.start()), line_at(text, match.start()), whole,
                                     f"{ATOMIC_GUARD}\n{whole}\n#endif", False))
     return found
 
@@ -578,7 +586,7 @@ def hip_forms(texts: Mapping[str, str]) -> list[SourceEdit]:
     for rel, text in texts.items():
         first = HALF2_MINMAX_CALL.search(text)
         if first is not None and "ROCBUILD_HALF2_MINMAX" not in text:
-            where, line = line_of(text, first.start()), _text(text, first.start())
+            where, line = line_of(text, first.start()), line_at(text, first.start())
             found += [SourceEdit(rel, where, line, HALF2_MINMAX_CALL.pattern, r"rocbuild_hm\g<1>2(", True),
                       SourceEdit(rel, where, line, r"\A", HALF2_MINMAX, True)]
     return found

@@ -40,6 +40,7 @@ from rocbuild.draft.masks import (
     atomic_overloads,
     c10_hip_names,
     cg_reduce_includes,
+    compiled_as,
     cucomplex_names,
     cuda_includes,
     cuda_std_names,
@@ -52,6 +53,7 @@ from rocbuild.draft.masks import (
     hipified,
     kernel_pointers,
     ldg_calls,
+    line_at,
     line_of,
     member_templates,
     read_sources,
@@ -612,10 +614,8 @@ def mask_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     named = failure.groupdict().get("file")
     if named is None:
         return lane_mask_variables(files)
-    compiled = os.path.normpath(named).lstrip("./")
     for rel, text in files.sources.items():
-        if "ROCBUILD_WARP32_MASKS" not in text and any(
-                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+        if "ROCBUILD_WARP32_MASKS" not in text and compiled_as(rel, named):
             return _in_sources([SourceEdit(rel, 1, f"{rel}: a warp call instantiated with an unsigned int mask",
                                            r"\A", WARP32, True)])
     return None
@@ -638,13 +638,11 @@ WARP32_SIZE = "\n".join([
 
 def warp_size_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """The source (torch's hipified copy named, the original edited) whose constexpr takes C10_WARP_SIZE."""
-    compiled = os.path.normpath(failure.group("file")).lstrip("./")
     for rel, text in files.sources.items():
         match = re.search(WARP_SIZE_CONSTANT, text)
-        if match and "ROCBUILD_WARP32_SIZE" not in text and any(
-                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+        if match and "ROCBUILD_WARP32_SIZE" not in text and compiled_as(rel, failure.group("file")):
             number = line_of(text, match.start())
-            return _in_sources([SourceEdit(rel, number, _text_at(text, match.start()), r"\A", WARP32_SIZE, True),
+            return _in_sources([SourceEdit(rel, number, line_at(text, match.start()), r"\A", WARP32_SIZE, True),
                                 SourceEdit(rel, number, "C10_WARP_SIZE as 32", WARP_SIZE_CONSTANT, r"\g<head>32", True)])
     return None
 
@@ -692,12 +690,11 @@ FLOAT16 = re.compile(r"\b(?:__half|half|__nv_bfloat16|nv_bfloat16|__hip_bfloat16
 def atomic_add_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """The source (its hipified copy named, the original edited) whose atomicAdd HIP has no overload for, where
     it works on 16-bit floats."""
-    compiled = os.path.normpath(failure.group("file")).lstrip("./")
     for rel, text in files.sources.items():
-        if "ROCBUILD_ATOMIC_ADD_16" not in text and FLOAT16.search(text) and "atomicAdd" in text and any(
-                compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+        if "ROCBUILD_ATOMIC_ADD_16" not in text and FLOAT16.search(text) and "atomicAdd" in text and \
+                compiled_as(rel, failure.group("file")):
             at = text.index("atomicAdd")
-            return _in_sources([SourceEdit(rel, line_of(text, at), _text_at(text, at), r"\A", ATOMIC_ADD_16, True)])
+            return _in_sources([SourceEdit(rel, line_of(text, at), line_at(text, at), r"\A", ATOMIC_ADD_16, True)])
     return None
 
 
@@ -724,15 +721,14 @@ THRUST_HEADERS = {
 def thrust_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """The source (its hipified copy named, the original edited) calling Thrust's algorithms whose headers it does
     not include: each such header included first in it."""
-    compiled = os.path.normpath(failure.group("file")).lstrip("./")
     for rel, text in files.sources.items():
-        if any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+        if compiled_as(rel, failure.group("file")):
             used = {THRUST_HEADERS[n] for n in re.findall(r"\bthrust::(\w+)", text) if n in THRUST_HEADERS}
             headers = sorted(h for h in used if not re.search(rf"#\s*include\s*[<\"]{re.escape(h)}[>\"]", text))
             if not headers:
                 return None
             at = text.index("thrust::")
-            return _in_sources([SourceEdit(rel, line_of(text, at), _text_at(text, at), r"\A",
+            return _in_sources([SourceEdit(rel, line_of(text, at), line_at(text, at), r"\A",
                                            "".join(f"#include <{h}>\n" for h in headers), True)])
     return None
 
@@ -750,7 +746,7 @@ def suggested_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | Non
     if not hip_counterpart(cuda, hip):
         return None
     name = re.compile(rf"\b{re.escape(cuda)}\b")
-    return _in_sources([SourceEdit(rel, line_of(text, m.start()), _text_at(text, m.start()), name.pattern, hip, True)
+    return _in_sources([SourceEdit(rel, line_of(text, m.start()), line_at(text, m.start()), name.pattern, hip, True)
                         for rel, text in files.sources.items() for m in [name.search(text)] if m])
 
 
@@ -765,13 +761,9 @@ def cub_namespace_wrapped(files: BuildFiles) -> Evidence | None:
     if ns is None:
         return None
     qualified = rf"(?:::)?\b{re.escape(ns)}::cub::"
-    found = [SourceEdit(rel, line_of(text, m.start()), _text_at(text, m.start()), qualified, "cub::", True)
+    found = [SourceEdit(rel, line_of(text, m.start()), line_at(text, m.start()), qualified, "cub::", True)
              for rel, text in files.sources.items() for m in [re.search(qualified, text)] if m]
     return _in_sources(found)
-
-
-def _text_at(text: str, at: int) -> str:
-    return text.splitlines()[line_of(text, at) - 1].strip()
 
 
 # CUDA's runtime headers, which hipcc meets only in a source torch did not hipify
@@ -1089,10 +1081,9 @@ def flag_with_value(files: BuildFiles, failure: re.Match[str]) -> Evidence | Non
 def include_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """The source a compiler found lacking a standard header: the log names the file it compiled, which
     for a hipified source is torch's copy (x_hip.cpp, x.hip); the fix goes into the original."""
-    compiled = os.path.normpath(failure.group("file")).lstrip("./")
     header = HEADER_OF.get(failure.group("value"), failure.group("value"))
     for rel in files.sources:
-        if any(compiled == name or compiled.endswith("/" + name) for name in (rel, hipified(rel))):
+        if compiled_as(rel, failure.group("file")):
             return Evidence(f"{rel}:1", f"{rel} lacks #include <{header}>", header, rel)
     return None
 
