@@ -2,7 +2,8 @@
 HIP where CUDA's cooperative_groups/reduce.h was included (cg-reduce-missing), with this machine's hipcc for
 gfx1030; and CUDA's directed-rounding intrinsics turned into the device library's calls (rounding-intrinsics-hidden),
 with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them); and half2's max and min
-written for HIP (hip-form-differs), which ROCm 7.2's fp16 header lacks. A function the device library lacks fails
+written for HIP (hip-form-differs), which ROCm 7.2's fp16 header lacks; and arithmetic on a void* counted on a char
+pointer (void-pointer-arithmetic), with this machine's hipcc, which counts as g++'s GNU extension did. A function the device library lacks fails
 the device link `hipcc -c` runs."""
 
 from __future__ import annotations
@@ -124,3 +125,50 @@ def test_lane_masks_in_32_bit_variables_compile_for_wave32_and_stop_for_wave64(r
     # a wave64 GPU: the code would address half a wavefront, and says so
     done = rocbuild("root", "run", root, "--", "hipcc", "--offload-arch=gfx90a", "-c", "k.hip", "-o", "k64.o", cwd=tmp_path)
     assert done.returncode != 0 and "build it for wave32 GPUs (RDNA) only" in done.stderr, done.stderr[-3000:]
+
+
+VOID_ARITH = """\
+#include <hip/hip_runtime.h>
+#include <cstdio>
+struct Buffer { void* data; long bytes; };
+__global__ void k(void* base, const void* src, int n) {
+  float* out = (float*)(base + n * sizeof(float));
+  out[threadIdx.x] = *(const float*)(src + 4 * threadIdx.x);
+}
+long offsets(Buffer* b, void* p, int n) {
+  p += n;
+  void* q = (void*)b->data + 2 * n;
+  return (char*)q - (char*)(b->data + n) + ((char*)p - (char*)b->data);
+}
+int main() {
+  char bytes[64];
+  Buffer b{bytes, 64};
+  std::printf("%ld\\n", offsets(&b, bytes + 1, 5));
+}
+"""
+
+
+@pytest.mark.hipcc
+def test_void_pointer_arithmetic_counted_in_bytes_compiles_and_counts_as_gcc_did(tmp_path: Path) -> None:
+    # torch-quiver 0.1.1: arithmetic on a void*, which gcc and nvcc take as a GNU extension and clang refuses
+    (tmp_path / "k.hip").write_text(VOID_ARITH)
+    (tmp_path / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n")
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    hipcc = ["hipcc", "--offload-arch=gfx1030", "k.hip", "-o", "k"]
+    failed = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert failed.returncode != 0 and failed.stderr.count("error: arithmetic on a pointer to void") == 5, failed.stderr
+    (hit,) = [h for h in in_log(list(enumerate(failed.stderr.splitlines(), 1)), BuildFiles.read(tmp_path))
+              if h.trap.id == "void-pointer-arithmetic"]
+    assert len(hit.fix.edits) == 5  # type: ignore[union-attr]  # every line the compiler named, in one fix
+    for edit in hit.fix.edits:  # type: ignore[union-attr]
+        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
+                                   count=None, where="test"), tmp_path)
+    built = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1030" in (tmp_path / "k").read_bytes()
+    # gcc's GNU extension counts bytes: the original, built by g++, prints what the fixed one does
+    host = VOID_ARITH.replace("#include <hip/hip_runtime.h>", "#define __global__\nstruct { int x; } threadIdx;")
+    (tmp_path / "gnu.cpp").write_text(host)
+    subprocess.run(["g++", "-w", "gnu.cpp", "-o", "gnu"], cwd=tmp_path, check=True)
+    gnu = subprocess.run(["./gnu"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert gnu == subprocess.run(["./k"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout == "11\n"

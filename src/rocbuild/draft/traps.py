@@ -76,6 +76,7 @@ from rocbuild.draft.torch_reading import (
     package_modules,
     read_torch,
 )
+from rocbuild.draft.void_arith import byte_arithmetic
 from rocbuild.roots.packages import SYSTEM_HEADERS
 
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
@@ -167,6 +168,9 @@ class Trap:
     # Its log pattern is wider than the trap (any atomicAdd without an overload): where the build files were read
     # and its locate finds no place, the failure is not this trap's, and it is not named.
     placed: bool = False
+    # The compiler names each of its places (one error per line): the locate runs on every line the log pattern
+    # matches, and one fix edits them all, rather than one try per place.
+    every: bool = False
 
     def on_log(self, line: str, alive: tuple[Needled, ...] | None = None) -> re.Match[str] | None:
         """The first of its patterns (or of those `alive`, the ones the whole log can match) `line` matches."""
@@ -730,6 +734,16 @@ def thrust_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
             at = text.index("thrust::")
             return _in_sources([SourceEdit(rel, line_of(text, at), line_at(text, at), r"\A",
                                            "".join(f"#include <{h}>\n" for h in headers), True)])
+    return None
+
+
+def void_arith_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
+    """The line of the source (its hipified copy named, the original edited) the compiler named for arithmetic on
+    a void*, that arithmetic written on a char pointer."""
+    for rel, text in files.sources.items():
+        if compiled_as(rel, failure.group("file")):
+            found = byte_arithmetic(text, int(failure.group("line")))
+            return _in_sources([SourceEdit(rel, found[0], found[1], found[1], found[2], False)]) if found else None
     return None
 
 
@@ -1839,6 +1853,12 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("include the headers of the Thrust algorithms called"),
          log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no member named '(?P<value>\w+)' in namespace 'thrust'",),
          locate=thrust_place, draft=False, fixes="replace edits", names="name", placed=True),
+    Trap("void-pointer-arithmetic", "arithmetic on a void*",
+         "GCC and nvcc take `p + n` on a void* as a GNU extension that counts bytes; clang, HIP's compiler, refuses it "
+         "in C++: each line the compiler names gets its pointer cast to char* (const char*), which counts the same",
+         _source_edits("count the bytes of void* arithmetic on a char pointer"),
+         log=(r"(?P<file>[^\s:]+):(?P<line>\d+):\d+: error: arithmetic on (?:a pointer|pointers) to void\b",),
+         locate=void_arith_place, draft=False, fixes="replace edits", every=True),
     Trap("warp-size-constant", "C10_WARP_SIZE taken as a constant by host code",
          "a ROCm torch's C10_WARP_SIZE is a run-time question to the device in host code (wave32 or wave64), so a "
          "constexpr or template argument made of it does not compile: it is taken as 32 lanes, right for wave32 GPUs "
@@ -2226,6 +2246,8 @@ def in_log(lines: list[tuple[int, str]], files: BuildFiles | None) -> list[Hit]:
             tree = trap.locate(files, match)
             if tree is None and trap.placed:
                 continue
+            if trap.every:
+                tree = _every_place(trap, files, lines, alive, tree)
         elif files is not None:
             tree = _after_failure(trap, files)
         hits.append(Hit(trap, evidence, tree, trap.fix(tree, evidence)))
@@ -2245,6 +2267,17 @@ def _first_match(trap: Trap, lines: list[tuple[int, str]],
         if trap.locate is None or _names_place(match):
             return number, text, match
     return first
+
+
+def _every_place(trap: Trap, files: BuildFiles, lines: list[tuple[int, str]], alive: tuple[Needled, ...],
+                 first: Evidence | None) -> Evidence | None:
+    """The places of every line of the log the trap matches, as one evidence (the first place's, with all)."""
+    places = list(first.also) if first else []
+    for _, text in lines:
+        match = trap.on_log(text, alive)
+        found = trap.locate(files, match) if match is not None and trap.locate is not None else None
+        places += [p for p in found.also if p not in places] if found else []
+    return _in_sources(places) or first
 
 
 def _names_place(match: re.Match[str]) -> bool:
