@@ -3,8 +3,8 @@ HIP where CUDA's cooperative_groups/reduce.h was included (cg-reduce-missing), w
 gfx1030; and CUDA's directed-rounding intrinsics turned into the device library's calls (rounding-intrinsics-hidden),
 with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them); and half2's max and min
 written for HIP (hip-form-differs), which ROCm 7.2's fp16 header lacks; and arithmetic on a void* counted on a char
-pointer (void-pointer-arithmetic), with this machine's hipcc, which counts as g++'s GNU extension did. A function the device library lacks fails
-the device link `hipcc -c` runs."""
+pointer (void-pointer-arithmetic), with this machine's hipcc, which counts as g++'s GNU extension did. A function
+the device library lacks fails the device link `hipcc -c` runs."""
 
 from __future__ import annotations
 
