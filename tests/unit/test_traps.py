@@ -1112,6 +1112,30 @@ def test_a_cpu_only_build_names_a_library_shipped_built_for_cuda(tmp_path):
     assert "prebuilt-cuda-binary" not in [h.trap.id for h in in_findings([("cpu_only", "")], BuildFiles.read(t))]
 
 
+def test_a_makefile_that_runs_nvcc_is_a_build_of_its_own_not_hipcc_on_nvidias_platform():
+    # haste-pytorch 0.5.0rc0: setup.py runs `make haste`, whose rules call nvcc; hipcc is never involved
+    ids = [h.trap.id for h in in_log([(107, "make: nvcc: No such file or directory")], None)]
+    assert ids == ["nvcc-build-of-its-own"]
+    assert [h.trap.id for h in in_log([(3, "sh: 1: nvcc: not found")], None)] == ["hip-platform-nvidia"]
+
+
+def test_a_cpu_only_build_names_kernels_a_setup_script_installs_beside_the_wheel(tmp_path):
+    # hqq 0.2.8.post1: its egg_info command runs `python setup_cuda.py install` in hqq/kernels, which compiles
+    # hqq_aten into hqq/kernels/build/ and installs it into the build's python; the wheel is pure Python
+    setup = ("import os\nfrom setuptools import setup\n# python setup.py install is the usual way\n"
+             "def install_cuda_cmd():\n    return 'cd hqq/kernels; python setup_cuda.py install; cd ../..;'\n"
+             "def run_setup_cuda():\n    os.system(install_cuda_cmd())\nsetup(name='hqq')\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "hqq/kernels/hqq_aten_cuda_kernel.cu": "__global__ void k() {}\n",
+                                "hqq/kernels/build/lib.linux-x86_64-cpython-314/hqq_aten.so": "\x7fELF"})
+    ids = [h.trap.id for h in in_findings([("cpu_only", "")], BuildFiles.read(t))]
+    assert "kernels-installed-aside" in ids
+    assert "prebuilt-cuda-binary" not in ids  # what the failed build made is not shipped in the sdist
+    (hit,) = [h for h in in_findings([("cpu_only", "")], BuildFiles.read(t)) if h.trap.id == "kernels-installed-aside"]
+    assert hit.files is not None and hit.files.where == "setup.py:5" and hit.files.value == "setup_cuda.py"
+    (t / "setup.py").write_text(setup.replace("os.system(install_cuda_cmd())", "pass"))  # named, never run
+    assert "kernels-installed-aside" not in [h.trap.id for h in in_findings([("cpu_only", "")], BuildFiles.read(t))]
+
+
 def test_half2_max_and_min_call_a_function_written_first_in_the_file(tmp_path):
     # cugpt 0.1.0: `#define H2RELU(x) __hmax2(__float2half2_rn(0.0f), (x))`; HIP's fp16 has __hmax, not __hmax2
     from rocbuild.draft.masks import HALF2_MINMAX

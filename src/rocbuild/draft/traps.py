@@ -35,6 +35,7 @@ from rocbuild.draft.headers import cub_names, cublas_fp16_includes, host_bf16_in
 from rocbuild.draft.masks import (
     FULL,
     INCLUDE,
+    SKIP_DIRS,
     WARP32,
     SourceEdit,
     atomic_overloads,
@@ -480,11 +481,29 @@ def prebuilt_binary(files: BuildFiles) -> Evidence | None:
     if _compiles_itself(files):
         return None
     kernels = [rel for rel in files.sources if rel.endswith((".cu", ".cuh"))]
-    built = sorted(p.relative_to(files.tree).as_posix() for p in files.tree.rglob("*")
-                   if p.suffix in PREBUILT and p.is_file() and not p.is_symlink())
+    # (not what a build made: a failed build's tree holds its own build/lib.* outputs)
+    built = sorted(rel for p in files.tree.rglob("*") for rel in [p.relative_to(files.tree).as_posix()]
+                   if p.suffix in PREBUILT and not SKIP_DIRS.intersection(rel.split("/")) and p.is_file()
+                   and not p.is_symlink())
     if not kernels or not built:
         return None
     return Evidence(built[0], f"{', '.join(built[:3])} shipped prebuilt beside {kernels[0]}", built[0], built[0])
+
+
+# Another setup script's install, run by setup.py: `python setup_cuda.py install` in a string, or its argv
+SIDE_INSTALL = re.compile(r"""(?P<script>[\w./-]*setup\w*\.py)["']?\s*,?\s*["']?(?:install|develop)\b""")
+
+
+def kernels_installed_aside(files: BuildFiles) -> Evidence | None:
+    """setup.py runs another setup script's install (hqq's `os.system("cd hqq/kernels; python setup_cuda.py
+    install")`, from its egg_info command): that script's extension goes into the python running the build."""
+    if not any(re.search(r"\bos\.system\b|\bsubprocess\.", line) for line in files.setup):
+        return None
+    for number, line in enumerate(files.setup, 1):
+        match = SIDE_INSTALL.search(line)
+        if match and not line.lstrip().startswith("#") and match.group("script").lstrip("./") != "setup.py":
+            return Evidence(f"setup.py:{number}", line.strip(), match.group("script"), "setup.py")
+    return None
 
 
 def nvcc_build(files: BuildFiles) -> Evidence | None:
@@ -2083,16 +2102,25 @@ TRAPS: tuple[Trap, ...] = (
          "a setup.py further down, which neither pip nor rocbuild runs: the package must be built from that folder, "
          "or packaged again, by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=nested_setup,
          draft=False, fixes="by hand", names="setup.py"),
+    Trap("kernels-installed-aside", "setup.py installs its kernels beside the wheel",
+         "setup.py runs another setup script's install itself (hqq: `python setup_cuda.py install`, from egg_info), "
+         "so that script's extension goes into the python that runs the build, or fails to in a confined step, and "
+         "never into the wheel: build that script as a wheel of its own (its folder, a recipe of its own), by hand",
+         lambda _f, _e: None, findings=CPU_ONLY, after_failure=kernels_installed_aside, draft=False,
+         fixes="by hand", names="setup script"),
     Trap("prebuilt-cuda-binary", "a library shipped built for CUDA beside its sources",
          "the sdist carries a shared library its author built with nvcc, and CUDA sources its build never "
          "compiles; the package loads that library at run time: building it for ROCm (hipify, hipcc) is a port "
          "by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=prebuilt_binary, draft=False,
          fixes="by hand", names="library"),
     Trap("nvcc-build-of-its-own", "setup.py compiles its CUDA sources with nvcc itself",
-         "setup.py runs nvcc on its .cu files itself instead of torch's cpp_extension, which hipifies them; there "
-         "is no nvcc here, and hipcc takes CUDA sources only once hipified: a port by hand (a CUDAExtension, or "
-         "hipify and hipcc in its build)", lambda _f, _e: None, findings=CPU_ONLY,
-         log=(r"No such file or directory: '(?P<value>nvcc)'",), after_failure=nvcc_build, draft=False,
+         "setup.py runs nvcc on its .cu files itself (or a Makefile it runs does: haste-pytorch's `make haste`) "
+         "instead of torch's cpp_extension, which hipifies them; there is no nvcc here, and hipcc takes CUDA sources "
+         "only once hipified: a port by hand (a CUDAExtension, or hipify and hipcc in its build)",
+         lambda _f, _e: None, findings=CPU_ONLY,
+         log=(r"No such file or directory: '(?P<value>nvcc)'",
+              r"\bmake(?:\[\d+\])?: (?P<value>nvcc): (?:No such file or directory|Command not found)"),
+         after_failure=nvcc_build, draft=False,
          fixes="by hand"),
     Trap("cmake-cuda-only", "a CMake project whose GPU language is CUDA only",
          "CMake asks for nvcc where a project names CUDA as a language and has no HIP path, and there is no switch "
@@ -2166,7 +2194,9 @@ TRAPS: tuple[Trap, ...] = (
          draft=False, fixes="a build requirement"),
     Trap("hip-platform-nvidia", "hipcc took the NVIDIA platform",
          "without a GPU to look at, hipcc picks NVIDIA's platform where it finds nvcc, or where HIP_PLATFORM says so",
-         lambda _f, _e: SetEnv("HIP_PLATFORM", "amd"), log=(r"nvcc fatal\s*:", r"\bnvcc: (?:not found|No such file)"),
+         # (not make's "make: nvcc: No such file or directory": a Makefile that runs nvcc itself, nvcc-build-of-its-own)
+         lambda _f, _e: SetEnv("HIP_PLATFORM", "amd"),
+         log=(r"nvcc fatal\s*:", r"(?<!make: )(?<!\d\]: )\bnvcc: (?:not found|No such file)"),
          draft=False, fixes="an env value"),
     Trap("kernels-at-run-time", "kernels compiled at run time",
          "cpp_extension.load() compiles on the user's machine: the wheel holds no device code, only the sources",
