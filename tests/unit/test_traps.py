@@ -1994,3 +1994,13 @@ def test_a_thrust_algorithm_called_without_its_header_gets_it(tmp_path):
     out = (t / "srcs/cpp/include/quiver/quiver.cu.hpp").read_text()
     assert out == "#include <thrust/sequence.h>\n#include <thrust/sort.h>\n" + header  # binary_search.h was there
     assert "thrust-header-missing" not in [h.trap.id for h in in_log([(121, line)], BuildFiles.read(t))]
+
+
+def test_nvccs_diagnostic_numbers_are_a_flag_value_clang_would_take_for_a_file(tmp_path):
+    # gsplat 1.5.3: `nvcc_flags += ["-diag-suppress", "20012,186"]`; clang drops the flag and opens "20012,186"
+    t = tree(tmp_path / "src", {"setup.py": 'nvcc_flags = ["-O3"]\nnvcc_flags += ["-diag-suppress", "20012,186"]\n'})
+    line = "clang++: error: no such file or directory: '20012,186'"
+    (hit,) = [h for h in in_log([(2991, line)], BuildFiles.read(t)) if h.trap.id == "nvcc-flag-value"]
+    assert hit.files is not None and hit.files.where == "setup.py:2"
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap nvcc-flag-value (log:2991): evidence"))  # type: ignore[arg-type]
+    assert (t / "setup.py").read_text() == 'nvcc_flags = ["-O3"]\nnvcc_flags += []\n'

@@ -564,7 +564,11 @@ def _lone_exec(line: str) -> str | None:
 VALUE_OPTIONS = frozenset({"--threads", "-t", "--maxrregcount", "-maxrregcount", "--gpu-architecture", "-arch",
                            "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas", "--ptxas-options",
                            "-Xcompiler", "--compiler-options", "-ccbin", "--compiler-bindir", "--default-stream",
-                           "-Xnvlink", "--nvlinker-options", "--split-compile"})
+                           "-Xnvlink", "--nvlinker-options", "--split-compile",
+                           # front-end diagnostics by number (gsplat: "-diag-suppress", "20012,186")
+                           *(f"{dashes}diag{sep}{kind}" for dashes in ("-", "--") for sep in ("-", "_")
+                             for kind in ("suppress", "warn", "error")),
+                           "-Xcudafe", "--cudafe-options", "-Xfatbin", "--fatbin-options"})
 # nvcc's options that hand their value, a flag itself, to another tool (the host compiler, ptxas, nvlink).
 PASSED_ON = frozenset({"-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlinker-options"})
 # CUDA's own headers that hipify leaves as they are, and what HIP has in their place.
