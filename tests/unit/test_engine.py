@@ -205,3 +205,15 @@ def test_a_wheel_of_version_0_0_0_from_a_recipe_of_another_is_refused(tmp_path):
         versioned(tmp_path / "pyronn_torch-0.0.0+rocm7.2.buildonly-cp314-cp314-linux_x86_64.whl", "0.2.3")
     versioned(tmp_path / "pyronn_torch-0.2.3+rocm7.2-cp314-cp314-linux_x86_64.whl", "0.2.3")
     versioned(tmp_path / "placeholder-0.0.0-py3-none-any.whl", "0.0")  # the recipe says 0.0.0 itself
+
+
+def test_a_wheel_from_an_sdist_must_be_the_sdists_version(tmp_path):
+    """torch-encoding 1.2.1's setup.py adds today's date to its version unless RELEASE is set: its wheel said
+    1.2.1b20261203."""
+    from rocbuild.verify.plan_checks import versioned
+
+    dated = tmp_path / "torch_encoding-1.2.1b20261203+rocm7.2-py2.py3-none-any.whl"
+    with pytest.raises(StepFailed, match="the wheel's version is 1.2.1b20261203, where the recipe builds 1.2.1 from its sdist"):
+        versioned(dated, "1.2.1", exact=True)
+    versioned(dated, "1.2.1")  # a git checkout's version is setup.py's to say
+    versioned(tmp_path / "torch_encoding-1.2.1+rocm7.2-py2.py3-none-any.whl", "1.2.1.0", exact=True)

@@ -2004,3 +2004,21 @@ def test_nvccs_diagnostic_numbers_are_a_flag_value_clang_would_take_for_a_file(t
     assert hit.files is not None and hit.files.where == "setup.py:2"
     _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap nvcc-flag-value (log:2991): evidence"))  # type: ignore[arg-type]
     assert (t / "setup.py").read_text() == 'nvcc_flags = ["-O3"]\nnvcc_flags += []\n'
+
+
+def test_a_version_setup_py_dates_unless_told_it_is_a_release_gets_the_variable(tmp_path):
+    # torch-encoding 1.2.1: `if not os.getenv('RELEASE'): version += today.strftime("b%Y%m%d")`
+    setup = ("import os\nversion = '1.2.1'\ntry:\n    if not os.getenv('RELEASE'):\n        from datetime import date\n"
+             "        version += date.today().strftime('b%Y%m%d')\nexcept Exception:\n    pass\n"
+             "if not os.environ.get('VERBOSE'):\n    quiet = True\nsetup(version=version)\n")
+    t = tree(tmp_path / "src", {"setup.py": setup})
+    hit = _only_hit(t, "version-changed-unless-release")
+    assert hit.files is not None and hit.files.where == "setup.py:4" and hit.fix == SetEnv("RELEASE", "1")
+    line = "error: verify: t-1.2.1b20261203-py3-none-any.whl: the wheel's version is 1.2.1b20261203, where the " \
+           "recipe builds 1.2.1 from its sdist: setup.py changed the release's version"
+    (after,) = [h for h in in_log([(1, line)], BuildFiles.read(t)) if h.trap.id == "version-changed-unless-release"]
+    assert after.fix == SetEnv("RELEASE", "1")
+    # a variable that turns the suffix on is not one to set, nor any dict's get
+    for test in ("if os.getenv('RELEASE'):", "if not config.get('RELEASE'):"):
+        (t / "setup.py").write_text(setup.replace("if not os.getenv('RELEASE'):", test))
+        assert "version-changed-unless-release" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]

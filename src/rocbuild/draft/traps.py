@@ -506,6 +506,56 @@ def kernels_installed_aside(files: BuildFiles) -> Evidence | None:
     return None
 
 
+def version_suffix(files: BuildFiles) -> Evidence | None:
+    """setup.py adds to its version unless a variable is set (torch-encoding: `if not getenv('RELEASE'):
+    version += today.strftime("b%Y%m%d")`): the wheel is then not the release's version."""
+    try:
+        module = ast.parse("\n".join(files.setup))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in ast.walk(module):
+        name = _unset_test(node.test) if isinstance(node, ast.If) else None
+        if name and isinstance(node, ast.If) and _adds_to_version(node.body):
+            return Evidence(f"setup.py:{node.lineno}", files.setup[node.lineno - 1].strip(), name, "setup.py")
+    return None
+
+
+def _unset_test(test: ast.expr) -> str | None:
+    """The variable a test asks to be unset: `not getenv('X')`, `not environ.get('X')`, `getenv('X') is None`,
+    `'X' not in environ`."""
+    def read(call: ast.expr) -> str | None:
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.args
+                and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+            return None
+        owner = call.func.value  # getenv, or the environment's get (not any dict's)
+        environ = isinstance(owner, ast.Attribute) and owner.attr == "environ" or \
+            isinstance(owner, ast.Name) and owner.id == "environ"
+        return call.args[0].value if call.func.attr == "getenv" or (call.func.attr == "get" and environ) else None
+
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return read(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
+            return read(test.left)
+        if isinstance(op, ast.NotIn) and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str) \
+                and isinstance(right, ast.Attribute) and right.attr == "environ":
+            return test.left.value
+    return None
+
+
+def _adds_to_version(body: list[ast.stmt]) -> bool:
+    """Whether `body` adds to a variable named *version* (`version += ...`, `version = version + ...`)."""
+    for node in (n for statement in body for n in ast.walk(statement)):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and "version" in node.target.id.lower():
+            return True
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) and isinstance(node.value.left, ast.Name) \
+                and "version" in node.value.left.id.lower() \
+                and any(isinstance(t, ast.Name) and t.id == node.value.left.id for t in node.targets):
+            return True
+    return False
+
+
 def nvcc_build(files: BuildFiles) -> Evidence | None:
     """setup.py compiles its .cu sources with nvcc itself (`cmd = ['nvcc'] + flags + [source, '-o', out]`,
     cuda-kernels'), not through torch's cpp_extension, so nothing hipifies them."""
@@ -2106,6 +2156,12 @@ TRAPS: tuple[Trap, ...] = (
          "a setup.py further down, which neither pip nor rocbuild runs: the package must be built from that folder, "
          "or packaged again, by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=nested_setup,
          draft=False, fixes="by hand", names="setup.py"),
+    Trap("version-changed-unless-release", "a version setup.py changes unless a variable says it is a release",
+         "setup.py adds a date or a commit to its version unless a variable is set (torch-encoding's RELEASE), so "
+         "the wheel built from a release's sdist says another version (1.2.1b20261203 for 1.2.1), which pip and a "
+         "lock file refuse: the variable is set", _set_from_files,
+         log=(r"the wheel's version is \S+, where the recipe builds \S+ from its sdist",),
+         files=version_suffix, fixes="an env value", names="variable"),
     Trap("kernels-installed-aside", "setup.py installs its kernels beside the wheel",
          "setup.py runs another setup script's install itself (hqq: `python setup_cuda.py install`, from egg_info), "
          "so that script's extension goes into the python that runs the build, or fails to in a confined step, and "

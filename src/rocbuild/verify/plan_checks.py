@@ -17,6 +17,7 @@ from rocbuild.plan.failure import report_context
 from rocbuild.plan.model import CodeObjectsCheck, CommandCheck, ImportCheck, Plan, WheelContainsCheck
 from rocbuild.process.runner import StepRunner
 from rocbuild.progress import Progress
+from rocbuild.source.spec import SdistSource
 from rocbuild.verify.finding import BUILD_ONLY_NOTE
 from rocbuild.verify.install import install_wheels
 
@@ -41,23 +42,32 @@ def _import_readers() -> None:
         pass
 
 
-def versioned(wheel: Path, version: str) -> None:
+def versioned(wheel: Path, version: str, *, exact: bool = False) -> None:
     """A wheel of version 0.0.0 from a recipe of another: setup.py found no version (setuptools' default), most
-    often a setuptools_scm or pyscaffold the build lacked, or one that read no git metadata. Checked before any
-    other, on a cached build's wheels too."""
+    often a setuptools_scm or pyscaffold the build lacked, or one that read no git metadata. With `exact` (a
+    recipe built from an sdist, whose version is the release's), any other version too: a setup.py that dates
+    its version unless told it is a release (torch-encoding's RELEASE). Checked before any other, on a cached
+    build's wheels too."""
     from packaging.version import InvalidVersion, Version
 
     built = wheel.name.split("-")[1] if wheel.name.count("-") >= 4 else ""
     try:  # the wheel's public version: rocbuild's local label (+rocm7.2) is its own
-        wrong = Version(Version(built).public) == Version("0.0.0") != Version(version)
+        public, wanted = Version(Version(built).public), Version(version)
     except InvalidVersion:
         return  # a name pip did not write, or a recipe version verify's own checks refuse
-    if wrong:
+    if public == wanted or (public != Version("0.0.0") and not exact):
+        return
+    if public == Version("0.0.0"):
         raise StepFailed(f"{wheel.name}: the wheel's version is 0.0.0, where the recipe builds {version}: setup.py "
                          "found no version (a setuptools_scm or pyscaffold the build environment lacks, or one "
                          "that reads a version only from git)",
                          hint="give the build what setup.py takes its version from (requires.python), or set it "
                               "(SETUPTOOLS_SCM_PRETEND_VERSION for setuptools_scm)")
+    raise StepFailed(f"{wheel.name}: the wheel's version is {public}, where the recipe builds {version} from its "
+                     "sdist: setup.py changed the release's version (a date or a git hash added, unless a variable "
+                     "says it is a release)",
+                     hint="set what setup.py reads before it adds to its version (`rocbuild recipes traps` lists "
+                          "the known ones)")
 
 
 class Checker:
@@ -71,7 +81,7 @@ class Checker:
     def run(self, wheels: list[Path]) -> Verdict | None:
         """Every check in order; the first failure raises. Returns the built-in check's findings."""
         for wheel in wheels:
-            versioned(wheel, self.plan.recipe.version)
+            versioned(wheel, self.plan.recipe.version, exact=isinstance(self.plan.source, SdistSource))
         verdict = None
         installed: dict[str, str] | None = None
         for check in self.plan.verify:
