@@ -86,6 +86,10 @@ FAMILIES = {
     "cmake-cuda-compiler-check.log": ("cmake", "CMakeDetermineCompilerId.cmake:934", "cmake-cuda-only"),
     "cmake-cuda-tool.log": ("cmake", "CMake Error at CMakeLists.txt:134 (find_program)", "cuda-feature-missing"),
     "vendored-library-hipified.log": ("compiler", 'error: "GLM requires CUDA 7.0 or higher"', "vendored-library-hipified"),
+    "cg-feature-missing.log": ("compiler", "no member named 'labeled_partition' in namespace 'cooperative_groups'",
+                               "cuda-feature-missing"),
+    # setup.py runs `make haste`, whose nvcc is missing, goes on, and fails at the link 11 lines below
+    "makefile-nvcc.log": ("tool", "make: nvcc: No such file or directory", "nvcc-build-of-its-own"),
     # what a confined step meets (made in a bubblewrap sandbox with no network, the machine read-only, no GPU)
     "blocked-pip.log": ("tool", "Could not find a version that satisfies the requirement setuptools_scm",
                         "downloads-at-build"),

@@ -35,6 +35,10 @@ TOOL = re.compile(r"^(?P<tool>fatal|curl|wget|ERROR|ninja: error): "
                   r"(?P<msg>(?:[\w./-]*build\.ninja:\d+: |unable to access|\(\d+\) |unable to resolve"
                   r"|Could not find a version|No matching distribution|Could not install packages"
                   r"|Package '[^']+' requires a different Python).*)$")
+# A program a Makefile or a shell could not run (haste-pytorch's `make haste` calls nvcc): `make: nvcc: No such file
+# or directory`, `/bin/sh: 1: nvcc: not found`; setup.py may go on past it, and fail far below.
+NOT_RUN = re.compile(r"^(?P<tool>g?make(?:\[\d+\])?|(?:/bin/|/usr/bin/)?(?:ba|da)?sh(?:: (?:line )?\d+)?): "
+                     r"(?P<msg>(?P<prog>[\w.+/-]+): (?:No such file or directory|[Cc]ommand not found|not found))$")
 # Signal 9: the kernel's OOM killer (or a user) took a compiler.
 KILLED = re.compile(r"Killed signal terminated program (?P<tool>\S+)|(?P<tool2>\S+): error: unable to execute command: Killed"
                     r"|(?P<tool3>\S+) frontend command failed due to signal 9|^\[exit (?:-9|137)\]$"
@@ -131,6 +135,10 @@ def _at(lines: list[str], i: int) -> tuple[LogError | None, int]:
         symbol = match.group("sym") or match.group("sym2")
         return LogError("linker", i + 1, line, f"{match.group('what') or match.group('what2')} {symbol}",
                         context=_around(lines, i, 1, 1)), i + 1
+    match = NOT_RUN.match(line)
+    if match:
+        tool = "make" if "make" in match.group("tool") else "sh"
+        return LogError("tool", i + 1, line, f"{tool}: {match.group('msg')}", context=_around(lines, i, 1, 1)), i + 1
     match = TOOL.match(line)
     if match:
         tool = {"fatal": "git", "ERROR": "pip"}.get(match.group("tool"), match.group("tool"))

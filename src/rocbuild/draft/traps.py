@@ -853,6 +853,10 @@ def cub_namespace_wrapped(files: BuildFiles) -> Evidence | None:
     return _in_sources(found)
 
 
+# cooperative_groups' partitions and calls that HIP's cooperative groups do not have
+CG_MISSING = "labeled_partition|binary_partition|memcpy_async|invoke_one|invoke_one_broadcast|wait_prior"
+
+
 # CUDA's runtime headers, which hipcc meets only in a source torch did not hipify
 MISSING_CUDA_HEADER = r"fatal error: '?cuda(?:_runtime(?:_api)?)?\.h'?:? (?:No such file or directory|file not found)"
 CPP_EXTENSION = re.compile(r"\bCppExtension\s*\(")
@@ -2092,7 +2096,8 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"fatal error: '?(?P<value>cooperative_groups/reduce\.h)'?:? (?:file not found|No such file)",),
          files=cg_reduce, fixes="replace edits"),
     Trap("cuda-feature-missing", "a CUDA feature HIP has no counterpart for",
-         "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async, libcu++'s "
+         "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async and "
+         "labeled_partition, libcu++'s "
          "cuda/pipeline and cuda/barrier and its cuda::std, which hipify leaves, WMMA's mma.h, CUTLASS and CuTe, "
          "NVTX), nor NVVM's PTX intrinsics "
          "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()) or PTX written inline (asm(\"mov.u64 %0, %%globaltimer;\")), "
@@ -2106,7 +2111,9 @@ TRAPS: tuple[Trap, ...] = (
                                    r"|cuobjdump|nvdisasm)\b",
                                    r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm",
                                    # libcu++'s cuda::std (cuda-moea's cuda::std::identity): ROCm's libhipcxx is hip::std
-                                   r"use of undeclared (?:identifier|namespace) '(?P<value>cuda)'"),
+                                   r"use of undeclared (?:identifier|namespace) '(?P<value>cuda)'",
+                                   # cooperative groups HIP does not have (gsplat's cg::labeled_partition)
+                                   r"no member named '(?P<value>" + CG_MISSING + r")' in namespace 'cooperative_groups'"),
          draft=False, fixes="by hand", names="CUDA feature"),
     Trap("torch-cmake-rocm-path", "torch's CMake package, which looks for ROCm at ROCM_PATH or /opt/rocm only",
          "a ROCm torch's find_package(Torch) runs its LoadHIP.cmake, which takes ROCm from ROCM_PATH or /opt/rocm; "
