@@ -958,6 +958,19 @@ def test_a_cpp_file_hipify_copies_for_its_header_collides_with_its_kernel_file(t
     assert [h.trap.id for h in in_log([(9, line)], BuildFiles.read(t))] == ["hipify-name-collision"]
 
 
+def test_a_source_another_trap_edits_is_moved_after_its_edit(tmp_path):
+    # pytorch-extension 0.2 (apex): additive_masked_softmax_dropout_cuda.cu collides with its .cpp once hipified, and
+    # includes <cuda_profiler_api.h>; the edit of that include had come after the move, on a file removed
+    setup = "from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('m', ['m/a.cpp', 'm/a_cuda.cu'])\n"
+    t = tree(tmp_path / "src", {"setup.py": setup, "m/a.cpp": "#include <cuda_runtime.h>\nint f();\n",
+                                "m/a_cuda.cu": "#include <cuda_profiler_api.h>\n#include <device_launch_parameters.h>\n"})
+    patches = yaml.safe_load(draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]))["patches"]
+    touched = [p.get("remove") or p.get("copy", {}).get("from") or p.get("replace", {}).get("file") for p in patches]
+    assert touched.index("m/a_cuda.cu") < touched.index("m/a_cuda.cu", touched.index("m/a_cuda.cu") + 1)
+    last_edit = max(i for i, p in enumerate(patches) if p.get("replace", {}).get("file") == "m/a_cuda.cu")
+    assert last_edit < next(i for i, p in enumerate(patches) if p.get("remove") == "m/a_cuda.cu")
+
+
 def test_cg_reduce_is_written_for_hip_where_cudas_reduce_header_is_included(tmp_path):
     # ds-splat 0.0.2 and ramnet-ops 0.1.0rc2: `#include <cooperative_groups/reduce.h>` and cg::reduce(tile, v, cg::plus)
     from rocbuild.draft.masks import CG_REDUCE

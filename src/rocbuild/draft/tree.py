@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.compat import tomllib
+from rocbuild.draft.fixes import Edits, RemoveFile
 from rocbuild.draft.edit import apply_fix
 from rocbuild.draft.masks import SKIP_DIRS, sources
 from rocbuild.draft.pysrc import read_python
@@ -211,11 +212,17 @@ def draft_recipe(name: str, requirement: str, sha256: str, reading: Reading, arc
 
 
 def with_traps(text: str, hits: list[Hit]) -> str:
-    """The draft with each trap fix its build files call for written in, where it belongs, naming the trap."""
-    for hit in hits:
+    """The draft with each trap fix its build files call for written in, where it belongs, naming the trap. A fix
+    that moves sources (a copy, the original removed) comes last: the others edit the originals, which it copies
+    edited (pytorch-extension's kernels had a header edited after their move)."""
+    for hit in sorted(hits, key=_moves_sources):
         if hit.fix is not None:
             text = apply_fix(text, hit.fix, f"trap {hit.trap.id} ({hit.evidence.where}): {hit.evidence.text}")
     return text
+
+
+def _moves_sources(hit: Hit) -> bool:
+    return isinstance(hit.fix, Edits) and any(isinstance(e, RemoveFile) for e in hit.fix.edits)
 
 
 def _cmake_args(defines: dict[str, str], cmake_args: tuple[str, str], have_env: bool) -> list[str]:
