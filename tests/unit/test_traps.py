@@ -2021,12 +2021,15 @@ def test_nvccs_diagnostic_numbers_are_a_flag_value_clang_would_take_for_a_file(t
 
 def test_a_version_setup_py_dates_unless_told_it_is_a_release_gets_the_variable(tmp_path):
     # torch-encoding 1.2.1: `if not os.getenv('RELEASE'): version += today.strftime("b%Y%m%d")`
-    setup = ("import os\nversion = '1.2.1'\ntry:\n    if not os.getenv('RELEASE'):\n        from datetime import date\n"
+    setup = ("import os\nfrom torch.utils.cpp_extension import load\nversion = '1.2.1'\ntry:\n"
+             "    if not os.getenv('RELEASE'):\n        from datetime import date\n"
              "        version += date.today().strftime('b%Y%m%d')\nexcept Exception:\n    pass\n"
              "if not os.environ.get('VERBOSE'):\n    quiet = True\nsetup(version=version)\n")
     t = tree(tmp_path / "src", {"setup.py": setup})
     hit = _only_hit(t, "version-changed-unless-release")
-    assert hit.files is not None and hit.files.where == "setup.py:4" and hit.fix == SetEnv("RELEASE", "1")
+    assert hit.files is not None and hit.files.where == "setup.py:5" and hit.fix == SetEnv("RELEASE", "1")
+    drafted = draft_recipe("t", "t==1.2.1", "0" * 64, read_tree(t), ["gfx1100"])
+    assert "RELEASE: '1'" in drafted and "left unset: VERBOSE (setup.py:10)" in drafted  # RELEASE is set
     line = "error: verify: t-1.2.1b20261203-py3-none-any.whl: the wheel's version is 1.2.1b20261203, where the " \
            "recipe builds 1.2.1 from its sdist: setup.py changed the release's version"
     (after,) = [h for h in in_log([(1, line)], BuildFiles.read(t)) if h.trap.id == "version-changed-unless-release"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocbuild.compat import tomllib
-from rocbuild.draft.fixes import Edits, RemoveFile
 from rocbuild.draft.edit import apply_fix
+from rocbuild.draft.fixes import Edits, RemoveFile, SetEnv
 from rocbuild.draft.masks import SKIP_DIRS, sources
 from rocbuild.draft.pysrc import read_python
 from rocbuild.draft.torch_reading import TorchReading, missing_submodules, read_torch
@@ -218,7 +218,16 @@ def with_traps(text: str, hits: list[Hit]) -> str:
     for hit in sorted(hits, key=_moves_sources):
         if hit.fix is not None:
             text = apply_fix(text, hit.fix, f"trap {hit.trap.id} ({hit.evidence.where}): {hit.evidence.text}")
-    return text
+    return _set_by_traps(text, {h.fix.name for h in hits if isinstance(h.fix, SetEnv)})
+
+
+def _set_by_traps(text: str, names: set[str]) -> str:
+    """The draft's note of variables left unset, without those a trap's fix sets (torch-encoding's RELEASE)."""
+    def kept(match: re.Match[str]) -> str:
+        left = [v for v in match.group(2).split(", ") if v.split(" (")[0] not in names]
+        return f"{match.group(1)}{', '.join(left)}\n" if left else ""
+
+    return re.sub(r"^(# Also read, left unset: )(.*)\n", kept, text, flags=re.MULTILINE)
 
 
 def _moves_sources(hit: Hit) -> bool:
