@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from rocbuild.draft.edit import apply_fix
-from rocbuild.draft.fixes import Edits, Expect, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.fixes import BuildOption, Edits, Expect, MemoryPerJob, ReplaceText, Require, SetEnv
 from rocbuild.draft.traps import (
     REFERENCE_END,
     REFERENCE_START,
@@ -2038,3 +2038,24 @@ def test_a_version_setup_py_dates_unless_told_it_is_a_release_gets_the_variable(
     for test in ("if os.getenv('RELEASE'):", "if not config.get('RELEASE'):"):
         (t / "setup.py").write_text(setup.replace("if not os.getenv('RELEASE'):", test))
         assert "version-changed-unless-release" not in [h.trap.id for h in in_build_files(BuildFiles.read(t))]
+
+
+def test_extensions_built_only_for_setup_py_flags_get_them_through_pip(tmp_path):
+    # pytorch-extension 0.2 (apex): `if "--cuda_ext" in sys.argv: ... ext_modules.append(CUDAExtension(...))`;
+    # its optional features (--xentropy) are left alone
+    setup = ("import sys\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\next_modules = []\n"
+             "if \"--cpp_ext\" in sys.argv or \"--cuda_ext\" in sys.argv:\n    pass\n"
+             "if \"--cpp_ext\" in sys.argv:\n    sys.argv.remove(\"--cpp_ext\")\n"
+             "    ext_modules.append(CppExtension('apex_C', ['csrc/flatten_unflatten.cpp']))\n"
+             "if \"--cuda_ext\" in sys.argv:\n    sys.argv.remove(\"--cuda_ext\")\n"
+             "    ext_modules.append(CUDAExtension(name='amp_C', sources=['csrc/amp_C_frontend.cpp', 'csrc/k.cu']))\n"
+             "if \"--xentropy\" in sys.argv:\n    ext_modules.append(CUDAExtension('xentropy_cuda', ['x.cu']))\n"
+             "if \"--pyprof\" in sys.argv:\n    sys.argv.remove(\"--pyprof\")\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "csrc/k.cu": "__global__ void k() {}\n"})
+    hit = _only_hit(t, "extensions-by-argv")
+    assert hit.files is not None and hit.files.where == "setup.py:6" and hit.fix == BuildOption("--cpp_ext --cuda_ext")
+    recipe = yaml.safe_load(draft_recipe("apex", "apex==0.2", "0" * 64, read_tree(t), ["gfx1100"]))
+    (wheel,) = [s["wheel"] for s in recipe["steps"] if "wheel" in s]
+    assert wheel["config-settings"] == {"--build-option": "--cpp_ext --cuda_ext"}
+    loaded = load_recipe_text(draft_recipe("apex", "apex==0.2", "0" * 64, read_tree(t), ["gfx1100"]), Path("apex.yaml"))
+    assert loaded.steps[-1].config_settings == (("--build-option", "--cpp_ext --cuda_ext"),)  # type: ignore[union-attr]

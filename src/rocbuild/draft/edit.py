@@ -10,6 +10,8 @@ import re
 
 from rocbuild.compat import assert_never
 from rocbuild.draft.fixes import (
+    BUILD_OPTION,
+    BuildOption,
     CopyFile,
     Edits,
     Expect,
@@ -53,6 +55,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():
             lines = _set_in_block(lines, "requires", "memory-per-job", fix.value, note)
+        case BuildOption():
+            lines = _set_config(lines, BUILD_OPTION, quote(fix.options), note)
         case HipOpenMP():
             lines = _set_in_block(lines, "requires", "openmp", "hip", note)
         case Expect():
@@ -122,24 +126,43 @@ def _set_env(lines: list[str], fix: SetEnv, note: str) -> list[str]:
     step = _wheel_step(lines)
     if step is None:
         return _set_in_block(lines, "env", fix.name, fix.written(), note)
-    dash, indent, end = step
-    env = next((i for i in range(dash, end) if re.match(rf"^{' ' * indent}env:\s*(?:\{{\}})?\s*$", lines[i])), None)
-    if env is None:
-        return [*lines[:end], f"{' ' * indent}env:", f"{' ' * (indent + 2)}# {note}",
-                f"{' ' * (indent + 2)}{fix.name}: {fix.written()}", *lines[end:]]
-    lines = [*lines[:env], f"{' ' * indent}env:", *lines[env + 1:]]
+    return _set_in_mapping(lines, step, "env", fix.name, fix.written(), note, json.dumps(fix.value))
+
+
+def _set_config(lines: list[str], name: str, value: str, note: str) -> list[str]:
+    """Into the wheel step's `wheel: config-settings:` (its `wheel: {}` opened up for it)."""
+    step = _wheel_step(lines)
+    if step is None:
+        return lines
+    w = next(i for i in range(step[0], step[2]) if re.match(r"^\s*(?:- )?wheel:", lines[i]))
+    col = lines[w].index("wheel")
+    lines = [*lines[:w], re.sub(r"wheel:\s*\{\}\s*$", "wheel:", lines[w]), *lines[w + 1:]]
+    end = next((i for i in range(w + 1, step[2]) if lines[i].strip() and not lines[i].lstrip().startswith("#")
+                and len(lines[i]) - len(lines[i].lstrip()) <= col), step[2])
+    return _set_in_mapping(lines, (w, col + 2, end), "config-settings", name, value, note)
+
+
+def _set_in_mapping(lines: list[str], within: tuple[int, int, int], block: str, name: str, value: str, note: str,
+                    same: str | None = None) -> list[str]:
+    """`name: value` into the mapping `block` at indent within[1] of lines within[0]..within[2], made there where
+    it lacks one; a name there already is set anew, unless it holds `value` (or `same`, written another way)."""
+    start, indent, end = within
+    at = next((i for i in range(start, end) if re.match(rf"^{' ' * indent}{block}:\s*(?:\{{\}})?\s*$", lines[i])), None)
+    if at is None:
+        return [*lines[:end], f"{' ' * indent}{block}:", f"{' ' * (indent + 2)}# {note}",
+                f"{' ' * (indent + 2)}{name}: {value}", *lines[end:]]
+    lines = [*lines[:at], f"{' ' * indent}{block}:", *lines[at + 1:]]
     child = indent + 2
-    stop = next((i for i in range(env + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
+    stop = next((i for i in range(at + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
                  and len(lines[i]) - len(lines[i].lstrip()) < child), end)
-    for i in range(env + 1, stop):
-        if re.match(rf"^\s*{re.escape(fix.name)}:", lines[i]):
-            if lines[i].split(":", 1)[1].split(" #")[0].strip() in (fix.written(), json.dumps(fix.value)):
+    for i in range(at + 1, stop):
+        if re.match(rf"^\s*{re.escape(name)}:", lines[i]):
+            if lines[i].split(":", 1)[1].split(" #")[0].strip() in (value, same):
                 return lines
-            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {fix.written()}",
-                    *lines[i + 1:]]
-    last = max([i + 1 for i in range(env + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
-               or [env + 1])
-    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{fix.name}: {fix.written()}", *lines[last:]]
+            return [*lines[:i], f"{' ' * child}# {note}", f"{' ' * child}{name}: {value}", *lines[i + 1:]]
+    last = max([i + 1 for i in range(at + 1, stop) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+               or [at + 1])
+    return [*lines[:last], f"{' ' * child}# {note}", f"{' ' * child}{name}: {value}", *lines[last:]]
 
 
 def _run_first(lines: list[str], step: RunFirst, note: str) -> list[str]:

@@ -80,6 +80,23 @@ class MemoryPerJob:
 
 
 @dataclass(frozen=True)
+class BuildOption:
+    """Options for setup.py's command line, which pip hands setuptools as `--config-settings=--build-option=...`
+    (apex and its copies pick their extensions from sys.argv: `--cpp_ext --cuda_ext`)."""
+
+    options: str  # space-separated, as setuptools splits them
+
+    def yaml(self) -> list[str]:
+        return ["steps:", "  - wheel:", "      config-settings:", f"        {BUILD_OPTION}: {quote(self.options)}"]
+
+    def describe(self) -> str:
+        return f"hand setup.py {self.options} (the wheel step's config-settings {BUILD_OPTION})"
+
+
+BUILD_OPTION = "'--build-option'"  # a YAML key that starts with a dash, quoted
+
+
+@dataclass(frozen=True)
 class HipOpenMP:
     """OpenMP for the HIP compiler's own clang (omp.h, libomp): `requires.openmp: hip`."""
 
@@ -184,7 +201,7 @@ class Edits:
         return self.says
 
 
-Fix = SetEnv | ReplaceText | Edits | Require | MemoryPerJob | HipOpenMP | Expect | RocmTorch
+Fix = SetEnv | ReplaceText | Edits | Require | MemoryPerJob | HipOpenMP | Expect | RocmTorch | BuildOption
 
 
 def quote(text: str) -> str:

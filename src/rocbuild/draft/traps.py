@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rocbuild.draft.cmake_port import HIPIFY, cmake_files, port
 from rocbuild.draft.fixes import (
+    BuildOption,
     CopyFile,
     Edits,
     Expect,
@@ -504,6 +505,45 @@ def kernels_installed_aside(files: BuildFiles) -> Evidence | None:
         if match and not line.lstrip().startswith("#") and match.group("script").lstrip("./") != "setup.py":
             return Evidence(f"setup.py:{number}", line.strip(), match.group("script"), "setup.py")
     return None
+
+
+# The command-line flags of apex's shape that turn a build's kernels on (not its optional features: --xentropy)
+KERNEL_FLAG = re.compile(r"--(?:cpp|cuda|gpu|hip)_?(?:ext|extension|kernels?)?")
+
+
+def argv_flags(files: BuildFiles) -> Evidence | None:
+    """setup.py builds its extensions only for flags on its own command line (apex and its copies:
+    `if "--cuda_ext" in sys.argv: sys.argv.remove("--cuda_ext"); ext_modules.append(CUDAExtension(...))`), which pip
+    passes only as `--config-settings=--build-option=...`: the flags that turn its kernels on."""
+    if files.torch is None:
+        return None
+    try:
+        module = ast.parse("\n".join(files.setup))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    found: dict[str, int] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.If) and _builds_extension(node.body):
+            for flag in _argv_tests(node.test):
+                found.setdefault(flag, node.lineno)
+    flags = [f for f in found if KERNEL_FLAG.fullmatch(f)]
+    if not flags:
+        return None
+    line = min(found[f] for f in flags)
+    return Evidence(f"setup.py:{line}", files.setup[line - 1].strip(), " ".join(flags), "setup.py")
+
+
+def _argv_tests(test: ast.expr) -> list[str]:
+    """The flags a test looks for in sys.argv: `"--x" in sys.argv`, joined by `or`."""
+    return [n.left.value for n in ast.walk(test) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant)
+            and isinstance(n.left.value, str) and n.left.value.startswith("--") and isinstance(n.ops[0], ast.In)
+            and isinstance(n.comparators[0], ast.Attribute) and n.comparators[0].attr == "argv"]
+
+
+def _builds_extension(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Call) and (n.func.id if isinstance(n.func, ast.Name) else
+                                            n.func.attr if isinstance(n.func, ast.Attribute) else "")
+               in ("CUDAExtension", "CppExtension") for statement in body for n in ast.walk(statement))
 
 
 def version_suffix(files: BuildFiles) -> Evidence | None:
@@ -2163,6 +2203,13 @@ TRAPS: tuple[Trap, ...] = (
          "a setup.py further down, which neither pip nor rocbuild runs: the package must be built from that folder, "
          "or packaged again, by hand", lambda _f, _e: None, findings=CPU_ONLY, after_failure=nested_setup,
          draft=False, fixes="by hand", names="setup.py"),
+    Trap("extensions-by-argv", "extensions setup.py builds only for flags on its command line",
+         "setup.py builds its kernels only where its own command line says so (apex and its copies: `--cpp_ext "
+         "--cuda_ext` in sys.argv), which pip never passes: without them the wheel is pure Python; the wheel step "
+         "hands them to setuptools as `--config-settings=--build-option=...` (its optional features, --xentropy and "
+         "the like, are left to the recipe's author)",
+         lambda files, _f: BuildOption(files.value) if files and files.value else None, findings=CPU_ONLY,
+         files=argv_flags, fixes="a config setting"),
     Trap("version-changed-unless-release", "a version setup.py changes unless a variable says it is a release",
          "setup.py adds a date or a commit to its version unless a variable is set (torch-encoding's RELEASE), so "
          "the wheel built from a release's sdist says another version (1.2.1b20261203 for 1.2.1), which pip and a "

@@ -107,7 +107,7 @@ CHECK_CLASSES = {cls.KIND: cls for cls in CHECKS}
 LIB_RE = re.compile(r"^lib[A-Za-z0-9_+.-]+$")
 CMAKE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
-CONFIG_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+CONFIG_KEY_RE = re.compile(r"^(?:--)?[A-Za-z0-9_][A-Za-z0-9_.-]*$")  # setuptools' own start with -- (--build-option)
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
 
@@ -659,7 +659,8 @@ class _Loader(ShapeReader):
         if name == "config-settings":
             return tuple(self.string_map(raw, k, mark, CONFIG_KEY_RE, "build backend settings",
                                          "KEY: value (passed as --config-settings=KEY=value)",
-                                         "letters, digits, _ . - (e.g. cmake.define.FOO)").items())
+                                         "letters, digits, _ . -, after a leading -- for setuptools' "
+                                         "(e.g. cmake.define.FOO, --build-option)").items())
         if name == "defines":
             return tuple(self.string_map(raw, k, mark, CMAKE_VAR_RE, "CMake variables", "NAME: value",
                                          "letters, digits, _ . : -").items())
