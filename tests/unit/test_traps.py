@@ -559,7 +559,8 @@ def test_an_apex_style_nvcc_version_probe_gets_nvccs_answer_and_appended_flags_b
     from packaging.version import Version, parse
 
     space: dict[str, object] = {"parse": parse, "Version": Version, "CUDA_HOME": None, "CUDAExtension": lambda *a: a}
-    exec(compile("\n".join(line for line in code.splitlines() if "import" not in line), "setup.py", "exec"), space)
+    kept = (line for line in code.splitlines() if not re.match(r"\s*(?:import|from)\s", line))
+    exec(compile("\n".join(kept), "setup.py", "exec"), space)
     assert space["bare_metal_version"] == Version("12.4") and space["nvcc"] == ["-O3"] and space["cc_flag"] == []
 
 
@@ -1795,6 +1796,13 @@ def test_cuda_home_used_as_a_path_takes_rocms_home_where_it_is_none(tmp_path):
     assert "cuda-toolkit-test" in _seen(t) and "cuda-home-as-path" in _seen(t)
     _drafted(t)
     assert f"    os.environ['CUDA_HOME'] = {home}\n" in (t / "setup.py").read_text()
+    # pytorch-extension 0.2 (apex): check_cuda_torch_binary_vs_bare_metal(CUDA_HOME) prints `cuda_dir + "/bin"`
+    call = ("from torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\nprint(CUDA_HOME)\n"
+            "check_cuda_torch_binary_vs_bare_metal(CUDA_HOME)\nCUDAExtension('a', ['k.cu'])\n")
+    t = tree(tmp_path / "call", {"setup.py": call, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:3"
+    _drafted(t)
+    assert f"print(CUDA_HOME)\ncheck_cuda_torch_binary_vs_bare_metal({home})\n" in (t / "setup.py").read_text()
 
 
 def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_demand_is_met(tmp_path):

@@ -1046,7 +1046,11 @@ def cuda_std(files: BuildFiles) -> Evidence | None:
 CUDA_HOME_USED = (re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)"),
                   # `cuda_home = CUDA_HOME`, or curegot's environ["CUDA_HOME"] = CUDA_HOME (None: a TypeError)
                   re.compile(r"(?P<call>^[ \t]*(?:[a-z_]\w*|os\.environ\[[^\]\n]+\])[ \t]*=[ \t]*)"
-                             r"(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]*(?:#.*)?$)", re.MULTILINE))
+                             r"(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]*(?:#.*)?$)", re.MULTILINE),
+                  # handed to a function of its own (apex's check_cuda_torch_binary_vs_bare_metal(CUDA_HOME), whose
+                  # `cuda_dir + "/bin"` raises TypeError), or to os.path.exists; not to print() or str()
+                  re.compile(r"(?P<call>(?<![\w.])(?!(?:print|str|repr|bool|type|isinstance|len|id)\()"
+                             r"(?:\w+\.)*\w+\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*\))"))
 ROCM_HOME_TOO = r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
 
 
