@@ -12,7 +12,15 @@ from rocbuild.cli.build import make_build_plan
 from rocbuild.cli.common import Invocation
 from rocbuild.detect.python import PythonInfo
 from rocbuild.detect.torch import TorchInfo
-from rocbuild.engine.identity import BuildIdentity, build_identity, host_build_env, toolchain_of
+from rocbuild.engine.identity import (
+    PACKAGE,
+    RULE_MODULES,
+    BuildIdentity,
+    build_identity,
+    host_build_env,
+    rules_digest,
+    toolchain_of,
+)
 from rocbuild.plan.model import Plan
 from tests.conftest import make_rocm_tree
 
@@ -132,3 +140,29 @@ def test_a_module_added_to_the_build_environment_builds_the_wheel_again(rocm61):
                                                                    modules=(*plan.build_env.modules, "setuptools_scm")))
     assert identity_of(more).tree_digest() != identity_of(plan).tree_digest()
     assert "setuptools_scm" in identity_of(more).to_json()["build_env"]
+
+
+def test_a_changed_build_rule_builds_again_and_starts_the_tree_afresh(rocm61, tmp_path):
+    """A rule of rocbuild's own that shapes the wheel (how the build environment is made) is part of the
+    identity: a wheel built under the old rule is not served from the cache, nor its work folder resumed."""
+    rules = [tmp_path / "engine" / "buildenv.py", tmp_path / "plan" / "buildenv.py"]
+    for path in rules:
+        path.parent.mkdir()
+        path.write_text("RULE = 1\n")
+    before = rules_digest(rules)
+    rules[1].write_text("RULE = 2\n")
+    assert rules_digest(rules) != before
+    # The same text under another folder's name is another rule set.
+    rules[1].write_text("RULE = 1\n")
+    assert rules_digest(rules[:1]) != rules_digest(rules[1:])
+
+    base = identity_of(plan_of(rocm61))
+    assert base.build_rules == rules_digest(PACKAGE / module for module in RULE_MODULES)
+    other = dataclasses.replace(base, build_rules=before)
+    assert other.key() != base.key() and other.tree_digest() != base.tree_digest()
+
+
+def test_the_rule_modules_exist():
+    """A rule module renamed or moved would otherwise drop out of the digest unnoticed."""
+    for module in RULE_MODULES:
+        assert (PACKAGE / module).is_file(), module

@@ -12,11 +12,13 @@ A new input is one new field here, and every one of those follows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,15 @@ from rocbuild.fsutil import json_sha256
 from rocbuild.plan.model import DiffPatch, Plan, patch_record
 from rocbuild.source.spec import DirSource, GitSource, SdistSource
 
-SCHEMA = 5  # 3: the ROCm components' versions; 4: torch-extension wheels pin their torch; 5: confined steps
+SCHEMA = 6  # 3: the ROCm components' versions; 4: torch-extension wheels pin their torch; 5: confined steps;
+# 6: rocbuild's build rules
+# rocbuild's own modules that shape a wheel beyond what the other fields render: how the wheel steps' build
+# environment is made (setup.cfg's setup_requires joined it once, and a cached 0.0.0 wheel made without it came
+# back), relabeling, provenance and RUNPATHs. rocbuild's version moves too seldom to say so. (The extension
+# shim counts already: its folder, in the steps' env, is named by its digest.)
+RULE_MODULES = ("engine/buildenv.py", "engine/relabel.py", "engine/publish.py", "engine/runpath.py",
+                "plan/buildenv.py")
+PACKAGE = Path(__file__).resolve().parent.parent
 # Fields that do not touch the prepared tree or the build folder: a change to them re-runs the steps
 # that changed (steps), re-verifies (checks) or relabels (local_label); the recipe's text counts
 # through what it renders to (env, patches, steps), so editing a comment rebuilds nothing.
@@ -43,6 +53,20 @@ HOST_ENV_PREFIXES = ("HIP_", "HIPCC_", "ROCM_", "HSA_", "HCC_", "AMDGPU_", "PYTO
 # Launchers and parallelism say how fast, not what.
 HOST_ENV_IGNORED = frozenset({"CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER",
                               "CMAKE_HIP_COMPILER_LAUNCHER", "CMAKE_BUILD_PARALLEL_LEVEL"})
+
+
+def rules_digest(files: Iterable[Path]) -> str:
+    """A digest of the texts of `files`, each with its name: a rule moved between them counts as a change."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.parent.name}/{path.name}".encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@cache
+def current_rules() -> str:
+    """The digest of RULE_MODULES as installed: read once, when the first identity is made."""
+    return rules_digest(PACKAGE / module for module in RULE_MODULES)
 
 
 def host_build_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -169,6 +193,7 @@ class BuildIdentity:
     # to requires.python (setuptools_scm, say) changes the wheel, so it builds again rather than being skipped.
     build_env: tuple[str, ...] = ()
     rocbuild: str = __version__
+    build_rules: str = field(default_factory=current_rules)  # RULE_MODULES' digest
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -190,6 +215,7 @@ class BuildIdentity:
     def tree_digest(self) -> str:
         """What the prepared tree and build folder were made from; step stamps chain from it."""
         return json_sha256(self.tree_json())
+
 
 def recipe_record(plan: Plan) -> RecipeRecord:
     r = plan.recipe
