@@ -63,3 +63,19 @@ def test_a_pure_python_sdist_compiles_nothing_and_any_source_or_extension_says_o
     assert not compiles_nothing(tree(tmp_path / "cmake", {**plain, "CMakeLists.txt": "project(p)\n"}))
     # what a build left (build/) is not the package's own
     assert compiles_nothing(tree(tmp_path / "built", {**plain, "build/temp/x.cpp": "int x;\n"}))
+
+
+def test_kernels_generated_in_python_and_compiled_at_run_time_are_something_to_build(tmp_path):
+    """trainkernel 0.2.0 writes its CUDA source in Python and hands it to load_inline: no source file in the
+    sdist, yet a package whose kernels are compiled at run time, drafted as one (a wheel of no device code)."""
+    from rocbuild.draft.tree import compiles_nothing
+
+    plain = {"setup.py": "from setuptools import setup\nsetup(name='p', packages=['p'])\n", "p/__init__.py": ""}
+    runtime = ("def build(source):\n    from torch.utils.cpp_extension import CUDA_HOME, load_inline\n"
+               "    return load_inline('k', cpp_sources='', cuda_sources=source)\n")
+    t = tree(tmp_path / "jit", {**plain, "p/runtime.py": runtime})
+    assert not compiles_nothing(t)
+    text = draft_recipe("p", "p==1.0", "0" * 64, read_tree(t))
+    assert {"code-objects": False} in yaml.safe_load(text)["verify"] and "p/runtime.py:2" in text
+    # the same call in a test of the package's is not the package's
+    assert compiles_nothing(tree(tmp_path / "test", {**plain, "tests/test_k.py": runtime}))

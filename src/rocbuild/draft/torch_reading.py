@@ -176,6 +176,12 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
     return None, []
 
 
+def compiled_at_run_time(tree: Path) -> str | None:
+    """Where the package's own modules call cpp_extension's load/load_inline (trainkernel generates its CUDA source
+    in Python and hands it to load_inline: a sdist of no source file), as `file:line`."""
+    return _jit(tree, [])[0]
+
+
 def package_modules(tree: Path) -> list[Path]:
     """The Python files of the package's own folders (_own_packages), at most MAX_PY_FILES."""
     return [p for pkg in _own_packages(tree) for p in sorted(pkg.rglob("*.py"))][:MAX_PY_FILES]

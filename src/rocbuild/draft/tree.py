@@ -18,7 +18,7 @@ from rocbuild.draft.edit import apply_fix
 from rocbuild.draft.fixes import Edits, RemoveFile, SetEnv
 from rocbuild.draft.masks import SKIP_DIRS, sources
 from rocbuild.draft.pysrc import read_python
-from rocbuild.draft.torch_reading import TorchReading, missing_submodules, read_torch
+from rocbuild.draft.torch_reading import TorchReading, compiled_at_run_time, missing_submodules, read_torch
 from rocbuild.draft.torch_text import torch_draft
 from rocbuild.draft.traps import BuildFiles, Hit, in_build_files
 from rocbuild.recipe.schema import MODELINE, MODELINE_HINT
@@ -88,15 +88,19 @@ OTHER_SOURCES = (".c", ".pyx", ".rs", ".f", ".f90")
 
 
 def compiles_nothing(tree: Path) -> bool:
-    """A tree with no source any compiler takes, no CMake project and no extension in setup.py: a pure-Python
-    package, the same wheel for every machine, which rocbuild has nothing to build for a GPU."""
+    """A tree with no source any compiler takes, no CMake project, no extension in setup.py and no kernels its
+    modules compile at run time: a pure-Python package, the same wheel for every machine, which rocbuild has nothing
+    to build for a GPU. (A package that generates its kernels' source and compiles it with load_inline is drafted
+    as compiling at run time, whose wheel holds no device code.)"""
     if (tree / "CMakeLists.txt").is_file() or (tree / "Cargo.toml").is_file() or sources(tree):
         return False
     if any(p.suffix in OTHER_SOURCES for p in tree.rglob("*") if not SKIP_DIRS & set(p.relative_to(tree).parts)):
         return False
     setup = tree / "setup.py"
     text = setup.read_text(errors="replace") if setup.is_file() else ""
-    return not re.search(r"\bext_modules\b|Extension\s*\(|cpp_extension|\bload(?:_inline)?\s*\(", text)
+    if re.search(r"\bext_modules\b|Extension\s*\(|cpp_extension|\bload(?:_inline)?\s*\(", text):
+        return False
+    return compiled_at_run_time(tree) is None
 
 
 def _cmake_notes(reading: Reading) -> None:
