@@ -3,6 +3,7 @@ pip run here, trimmed and with this machine's paths taken out; their README says
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -355,3 +356,17 @@ def test_a_generator_scikit_build_tries_and_goes_past_is_not_the_cause():
     errors = scan("\n".join(trial + ["  -- Found PythonLibs: libpython3.14.so"] + after) + "\n")
     assert errors and errors[0].kind == "cmake" and "CMakeLists.txt:47" in errors[0].text
     assert not any("Ninja" in e.text for e in errors)
+
+
+def test_a_flag_below_a_commented_out_one_is_dropped_and_the_list_stays_closed(tmp_path):
+    """pytorch-extension 0.2 (apex's setup.py): the comma before `'--use_fast_math'` was the one in the comment
+    above it, and dropping both had put the list's `]` into that comment (a SyntaxError at metadata)."""
+    setup = ("macros = []\nargs = {'nvcc':['-lineinfo',\n                '-O3',\n"
+             "                # '--resource-usage',\n                '--use_fast_math'] + macros}\n")
+    (tmp_path / "setup.py").write_text(setup)
+    report = diagnose("clang++: error: unknown argument: '--use_fast_math'\n", Context(tree=tmp_path))
+    fix = report.hits[0].fix
+    assert isinstance(fix, ReplaceText) and fix.describe() == "drop --use_fast_math from setup.py"
+    out = re.sub(fix.find, fix.with_, setup)
+    assert "use_fast_math" not in out and "# '--resource-usage',\n" in out
+    assert ast.literal_eval(out.split("args = ", 1)[1].replace(" + macros", "")) == {"nvcc": ["-lineinfo", "-O3"]}

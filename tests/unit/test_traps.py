@@ -1984,6 +1984,13 @@ def test_a_cuda_name_whose_hip_counterpart_the_compiler_suggests_is_renamed(tmp_
     typed = "../../csrc/ops_hip.cuh:285:9: error: unknown type name 'cublasLtOrder_t'; did you mean 'hipblasLtOrder_t'?"
     (hit,) = [h for h in in_log([(4, typed)], BuildFiles.read(t)) if h.trap.id == "hip-name-suggested"]
     assert hit.files is not None and hit.files.where == "csrc/ops.cuh:1"
+    # each name the log suggests (pytorch-block-sparse 0.1.2's CUTLASS headers, which hipify never saw), in one fix
+    (t / "csrc/util.h").write_text("cudaFuncAttributes a;\nvoid f() { cudaGetDevice(0); }\n")
+    both = [(5, "../csrc/util.h:1:1: error: unknown type name 'cudaFuncAttributes'; did you mean 'hipFuncAttributes'?"),
+            (9, "../csrc/util.h:2:12: error: use of undeclared identifier 'cudaGetDevice'; did you mean 'hipGetDevice'?")]
+    (hit,) = [h for h in in_log(both, BuildFiles.read(t)) if h.trap.id == "hip-name-suggested"]
+    _apply_draft_patches(t, apply_fix(STARTER, hit.fix, "trap hip-name-suggested (log:5): evidence"))  # type: ignore[arg-type]
+    assert (t / "csrc/util.h").read_text() == "hipFuncAttributes a;\nvoid f() { hipGetDevice(0); }\n"
     # a suggestion that is another name altogether (clang's nearest spelling) is not followed
     other = "use of undeclared identifier 'cudaFooBar'; did you mean 'hipFooBaz'?"
     assert "hip-name-suggested" not in [h.trap.id for h in in_log([(3, other)], BuildFiles.read(t))]

@@ -1684,8 +1684,13 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # A list made by a comprehension of the flag (bf16-fused-adam's `[f"--generate-code=...{arch}" for arch in
     # ARCHS]`) is left an empty list.
     comprehension = rf"""{item}\s+for\s+[\w, ]+\s+in\s+[^\[\]]+?(?=\s*\])"""
-    return ReplaceText(files.file, rf"""(?:{comprehension}|,\s*{item}{value}|{item}{value}\s*,?\s*)""", "",
-                       regex=True, says=says)
+    # The comma before the flag only on its line: the one a line above may be a comment's (pytorch-extension's
+    # `# '--resource-usage',` above `'--use_fast_math'] + macros`, whose `]` had gone into the comment). A flag on
+    # a line of its own goes with its indent and its line break, whatever follows it staying on its own line; the
+    # list then keeps a trailing comma, which Python takes.
+    own_line = rf"""(?<=\n)[ \t]*{item}{value}(?!\s+for\s)[ \t]*,?[ \t]*\n?"""  # (a comprehension's is above)
+    return ReplaceText(files.file, rf"""(?:{comprehension}|,[ \t]*{item}{value}|{own_line}|{item}{value}\s*,?\s*)""",
+                       "", regex=True, says=says)
 
 
 def _phantom_is_cuda_extension(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1966,14 +1971,15 @@ TRAPS: tuple[Trap, ...] = (
               r"[‘'](?P<hip>(?:HIP|hip)\w+)[’']",
               r"(?:use of undeclared identifier|unknown type name) '(?P<value>(?:CU|cu)\w+)'; did you mean "
               r"'(?P<hip>(?:HIP|hip)\w+)'"),
-         locate=suggested_place, draft=False, fixes="replace edits", names="name", placed=True),
+         # every name the log suggests, in one fix (pytorch-block-sparse's vendored CUTLASS had cost a try per name)
+         locate=suggested_place, draft=False, fixes="replace edits", names="name", placed=True, every=True),
     Trap("thrust-header-missing", "a Thrust algorithm called without its header",
          "CUDA's Thrust headers include one another widely, so code that includes <thrust/device_vector.h> alone "
          "can call thrust::sort; rocThrust's include less: each algorithm's own header (thrust/sort.h, "
          "thrust/sequence.h) is included first in the file that calls it",
          _source_edits("include the headers of the Thrust algorithms called"),
          log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no member named '(?P<value>\w+)' in namespace 'thrust'",),
-         locate=thrust_place, draft=False, fixes="replace edits", names="name", placed=True),
+         locate=thrust_place, draft=False, fixes="replace edits", names="name", placed=True, every=True),
     Trap("void-pointer-arithmetic", "arithmetic on a void*",
          "GCC and nvcc take `p + n` on a void* as a GNU extension that counts bytes; clang, HIP's compiler, refuses it "
          "in C++: each line the compiler names gets its pointer cast to char* (const char*), which counts the same",
