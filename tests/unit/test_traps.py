@@ -2074,3 +2074,35 @@ def test_extensions_built_only_for_setup_py_flags_get_them_through_pip(tmp_path)
     assert wheel["config-settings"] == {"--build-option": "--cpp_ext --cuda_ext"}
     loaded = load_recipe_text(draft_recipe("apex", "apex==0.2", "0" * 64, read_tree(t), ["gfx1100"]), Path("apex.yaml"))
     assert loaded.steps[-1].config_settings == (("--build-option", "--cpp_ext --cuda_ext"),)  # type: ignore[union-attr]
+
+
+def test_pybind11_that_cmake_would_download_comes_from_pypis_sdist(tmp_path):
+    """fast-rnnt 1.3 (and optimized-transducer, k2-fsa's): cmake/pybind11.cmake declares pybind11 2.6.0 from GitHub
+    for FetchContent, in both branches of an if(); the draft brings PyPI's pybind11 sdist as an extra source and
+    points every declaration at it (a commented-out one and another package's are left)."""
+    pybind = ("# FetchContent_Declare(pybind11 URL https://example.invalid/old.tar.gz)\n"
+              "function(download_pybind11)\n  include(FetchContent)\n"
+              '  set(pybind11_URL  "https://github.com/pybind/pybind11/archive/v2.6.0.tar.gz")\n'
+              "  if(NOT WIN32)\n    FetchContent_Declare(pybind11\n      URL               ${pybind11_URL}\n"
+              "      URL_HASH          ${pybind11_HASH}\n    )\n  else()\n    FetchContent_Declare(pybind11\n"
+              "      URL               ${pybind11_URL}\n    )\n  endif()\n"
+              "  FetchContent_Declare(googletest URL https://github.com/google/googletest/archive/v1.tar.gz)\n"
+              "endfunction()\n")
+    t = tree(tmp_path / "src", {"setup.py": "import setuptools\n", "CMakeLists.txt": "include(pybind11)\n",
+                                "cmake/pybind11.cmake": pybind})
+    hit = _only_hit(t, "pybind11-downloaded")
+    assert hit.evidence.where == "cmake/pybind11.cmake:6" and hit.evidence.text == "FetchContent_Declare(pybind11"
+    text = apply_fix(STARTER, hit.fix, "trap pybind11-downloaded (cmake/pybind11.cmake:6): evidence")  # type: ignore[arg-type]
+    recipe = load_recipe_text(text, tmp_path / "p.yaml")
+    (extra,) = recipe.extra_sources
+    assert extra.name == "pybind11" and extra.sdist == "pybind11==3.1.0"
+    _apply_draft_patches(t, text)
+    out = (t / "cmake/pybind11.cmake").read_text()
+    assert out.count('FetchContent_Declare(pybind11 SOURCE_DIR "${{ sources.pybind11 }}")') == 2
+    assert "URL_HASH" not in out and "FetchContent_Declare(googletest URL" in out
+    # a failed download of pybind11 names the trap, ahead of downloads-at-build's "fix by hand"
+    line = "error: downloading 'https://github.com/pybind/pybind11/archive/v2.6.0.tar.gz' failed"
+    assert [h.trap.id for h in in_log([(70, line)], BuildFiles.read(t))][0] == "pybind11-downloaded"
+    # one that only finds pybind11's CMake package is no download
+    (t / "cmake/pybind11.cmake").write_text("find_package(pybind11 CONFIG REQUIRED)\n")
+    assert "pybind11-downloaded" not in _seen(t)

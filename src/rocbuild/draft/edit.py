@@ -28,8 +28,8 @@ from rocbuild.draft.fixes import (
 )
 
 TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
-ORDER = ("schema", "name", "version", "summary", "homepage", "source", "requires", "options", "unsupported",
-         "patches", "env", "steps", "verify")  # where a missing block goes: after the last of those before it
+ORDER = ("schema", "name", "version", "summary", "homepage", "source", "extra-sources", "requires", "options",
+         "unsupported", "patches", "env", "steps", "verify")  # where a missing block goes: after the last of those before it
 
 
 def apply_fix(text: str, fix: Fix, comment: str) -> str:
@@ -51,6 +51,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
                 lines = _set_env(lines, env, said)
             if fix.first is not None:
                 lines = _run_first(lines, fix.first, said)
+            for source in fix.sources:
+                lines = _set_in_block(lines, "extra-sources", source.name, source.entry(), said)
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():

@@ -180,6 +180,21 @@ class RunFirst:
 
 
 @dataclass(frozen=True)
+class ExtraSdist:
+    """An `extra-sources:` entry: an sdist the build reads beside its tree, at `${{ sources.NAME }}` (what its CMake
+    would have downloaded)."""
+
+    name: str
+    requirement: str  # NAME==VERSION
+
+    def entry(self) -> str:
+        return f"{{sdist: {quote(self.requirement)}}}"
+
+    def describe(self) -> str:
+        return f"the sdist {self.requirement} as extra source {self.name}"
+
+
+@dataclass(frozen=True)
 class Edits:
     """Several patches that are one fix (the same mask in each of a package's sources; a source copied under
     a new name and the build file that names it); with the variables and the step before the wheel step a
@@ -189,9 +204,11 @@ class Edits:
     says: str
     env: tuple[SetEnv, ...] = ()
     first: RunFirst | None = None
+    sources: tuple[ExtraSdist, ...] = ()
 
     def yaml(self) -> list[str]:
         lines = ["patches:", *(line for edit in self.edits for line in edit.entry())]
+        lines += ["extra-sources:", *(f"  {s.name}: {s.entry()}" for s in self.sources)] if self.sources else []
         if self.env or self.first:
             lines += ["steps:", *(self.first.entry() if self.first else []), "  - wheel: {}"]
             lines += ["    env:", *(f"      {e.name}: {e.written()}" for e in self.env)] if self.env else []

@@ -22,6 +22,7 @@ from rocbuild.draft.fixes import (
     CopyFile,
     Edits,
     Expect,
+    ExtraSdist,
     Fix,
     HipOpenMP,
     MemoryPerJob,
@@ -1361,6 +1362,38 @@ def downloads(files: BuildFiles) -> Evidence | None:
     return Evidence(note.split(" ")[2].rstrip(",("), note, f"{force.name}={on}" if force else None)
 
 
+# pybind11 from PyPI's sdist, a whole CMake project (CMakeLists.txt, tools/, include/), of a release that knows the
+# Python the torch is built for (3.14 needs pybind11 3.0): the one a project declares may predate it (fast-rnnt's
+# 2.6.0, from 2020, does not compile against 3.11 and newer).
+PYBIND11_SDIST = "pybind11==3.1.0"
+# FetchContent told to download pybind11 (a URL or a git repository); the call spans lines, holds no parenthesis
+FETCHED_PYBIND11 = re.compile(r"FetchContent_Declare\s*\(\s*pybind11\b[^()]*\b(?:URL|GIT_REPOSITORY)\b[^()]*\)")
+DECLARED_PYBIND11 = r"(?m)^([ \t]*)FetchContent_Declare\s*\(\s*pybind11\b[^()]*\)"  # (not a commented-out one)
+
+
+def pybind11_fetched(files: BuildFiles) -> Evidence | None:
+    """A CMake file of the tree that has FetchContent download pybind11 (fast-rnnt's and optimized-transducer's
+    cmake/pybind11.cmake, k2-fsa's): each such file's declarations, which its fix points at the extra source."""
+    found = []
+    for rel, text in cmake_files(files.tree):
+        code = re.sub(r"#[^\n]*", "", text)  # (comments out, the lines kept)
+        match = FETCHED_PYBIND11.search(code)
+        if match:
+            line = line_of(code, match.start())
+            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), DECLARED_PYBIND11,
+                                    r'\g<1>FetchContent_Declare(pybind11 SOURCE_DIR "${{ sources.pybind11 }}")', True))
+    return _in_sources(found)
+
+
+def _pybind11_given(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or not files.also:
+        return None
+    edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=True) for e in files.also)
+    names = ", ".join(sorted({e.file for e in files.also}))
+    return Edits(edits, f"give FetchContent PyPI's {PYBIND11_SDIST} for pybind11 in {names}, instead of a download",
+                 sources=(ExtraSdist("pybind11", PYBIND11_SDIST),))
+
+
 def torch_extension(files: BuildFiles) -> Evidence | None:
     """A PyTorch extension (torch.utils.cpp_extension in setup.py or op_builder/)."""
     return Evidence(files.torch.marker, files.torch.marker) if files.torch else None
@@ -2117,6 +2150,12 @@ TRAPS: tuple[Trap, ...] = (
          _arch, log=(r"invalid target ID 'native'", r"cannot determine (?:amdgcn|AMDGPU) architecture",
                      r"--offload-arch=(?:\s|$)"),
          files=native_arch, fixes="an env value"),
+    Trap("pybind11-downloaded", "CMake downloads pybind11 while it builds",
+         "a project's CMake has FetchContent download pybind11 (from GitHub), which a confined step cannot reach: "
+         f"PyPI's {PYBIND11_SDIST} sdist, a whole CMake project of a release that knows the target Python, comes as "
+         "an extra source, and each FetchContent_Declare(pybind11 ...) takes it as its SOURCE_DIR",
+         _pybind11_given, log=(r"(?:downloading|unable to access|Failed to clone)\W+https?://github\.com/pybind/pybind11",),
+         files=pybind11_fetched, fixes="an extra source and replace edits"),
     Trap("downloads-at-build", "the build reaches the network",
          "a confined step has no network, and a download is not built for the archs asked: give what it fetches as "
          "a source or file entry of the recipe, or set the package's force-build variable so it compiles; only "
