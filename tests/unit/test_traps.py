@@ -2106,3 +2106,21 @@ def test_pybind11_that_cmake_would_download_comes_from_pypis_sdist(tmp_path):
     # one that only finds pybind11's CMake package is no download
     (t / "cmake/pybind11.cmake").write_text("find_package(pybind11 CONFIG REQUIRED)\n")
     assert "pybind11-downloaded" not in _seen(t)
+
+
+def test_a_libtorch_that_cmake_would_download_is_the_target_pythons_torch(tmp_path):
+    """openequivariance 0.7.0: its CMakeLists.txt has FetchContent download libtorch 2.10 for the CPU, for headers
+    and libraries that the target python's own torch package holds (include/, lib/)."""
+    cmake = ('set(LIBTORCH_URL "https://download.pytorch.org/libtorch/cpu/libtorch-shared-with-deps-2.10.0%2Bcpu.zip")\n'
+             'FetchContent_Declare(\n    libtorch\n    URL "${LIBTORCH_URL}"\n)\nFetchContent_MakeAvailable(libtorch)\n')
+    t = tree(tmp_path / "src", {"pyproject.toml": "[build-system]\n", "CMakeLists.txt": cmake})
+    hit = _only_hit(t, "libtorch-downloaded")
+    assert hit.evidence.where == "CMakeLists.txt:2" and "pybind11-downloaded" not in _seen(t)
+    text = apply_fix(STARTER, hit.fix, "trap libtorch-downloaded (CMakeLists.txt:2): evidence")  # type: ignore[arg-type]
+    assert load_recipe_text(text, tmp_path / "p.yaml").extra_sources == ()
+    _apply_draft_patches(t, text)
+    assert (t / "CMakeLists.txt").read_text().splitlines()[1:3] == [
+        'FetchContent_Declare(libtorch SOURCE_DIR "${{ torch.folder }}")', "FetchContent_MakeAvailable(libtorch)"]
+    line = ("error: downloading 'https://download.pytorch.org/libtorch/cpu/libtorch-shared-with-deps-2.10.0%2Bcpu.zip' "
+            "failed")
+    assert [h.trap.id for h in in_log([(32, line)], BuildFiles.read(t))][0] == "libtorch-downloaded"

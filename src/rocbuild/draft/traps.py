@@ -1366,32 +1366,46 @@ def downloads(files: BuildFiles) -> Evidence | None:
 # Python the torch is built for (3.14 needs pybind11 3.0): the one a project declares may predate it (fast-rnnt's
 # 2.6.0, from 2020, does not compile against 3.11 and newer).
 PYBIND11_SDIST = "pybind11==3.1.0"
-# FetchContent told to download pybind11 (a URL or a git repository); the call spans lines, holds no parenthesis
-FETCHED_PYBIND11 = re.compile(r"FetchContent_Declare\s*\(\s*pybind11\b[^()]*\b(?:URL|GIT_REPOSITORY)\b[^()]*\)")
-DECLARED_PYBIND11 = r"(?m)^([ \t]*)FetchContent_Declare\s*\(\s*pybind11\b[^()]*\)"  # (not a commented-out one)
 
 
-def pybind11_fetched(files: BuildFiles) -> Evidence | None:
-    """A CMake file of the tree that has FetchContent download pybind11 (fast-rnnt's and optimized-transducer's
-    cmake/pybind11.cmake, k2-fsa's): each such file's declarations, which its fix points at the extra source."""
+def _fetched(files: BuildFiles, name: str, source_dir: str) -> Evidence | None:
+    """Each CMake file of the tree whose FetchContent_Declare(NAME ...) downloads (a URL or a git repository; the
+    call spans lines and holds no parenthesis), with the edit that makes every such declaration take `source_dir`."""
+    fetched = re.compile(rf"FetchContent_Declare\s*\(\s*{name}\b[^()]*\b(?:URL|GIT_REPOSITORY)\b[^()]*\)")
+    declared = rf"(?m)^([ \t]*)FetchContent_Declare\s*\(\s*{name}\b[^()]*\)"  # (not a commented-out one)
     found = []
     for rel, text in cmake_files(files.tree):
         code = re.sub(r"#[^\n]*", "", text)  # (comments out, the lines kept)
-        match = FETCHED_PYBIND11.search(code)
+        match = fetched.search(code)
         if match:
             line = line_of(code, match.start())
-            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), DECLARED_PYBIND11,
-                                    r'\g<1>FetchContent_Declare(pybind11 SOURCE_DIR "${{ sources.pybind11 }}")', True))
+            found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), declared,
+                                    rf'\g<1>FetchContent_Declare({name} SOURCE_DIR "{source_dir}")', True))
     return _in_sources(found)
 
 
-def _pybind11_given(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-    if files is None or not files.also:
-        return None
-    edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=True) for e in files.also)
-    names = ", ".join(sorted({e.file for e in files.also}))
-    return Edits(edits, f"give FetchContent PyPI's {PYBIND11_SDIST} for pybind11 in {names}, instead of a download",
-                 sources=(ExtraSdist("pybind11", PYBIND11_SDIST),))
+def pybind11_fetched(files: BuildFiles) -> Evidence | None:
+    """A CMake file that has FetchContent download pybind11 (fast-rnnt's and optimized-transducer's
+    cmake/pybind11.cmake, k2-fsa's): its declarations, which the fix points at the extra source."""
+    return _fetched(files, "pybind11", "${{ sources.pybind11 }}")
+
+
+def libtorch_fetched(files: BuildFiles) -> Evidence | None:
+    """A CMake file that has FetchContent download libtorch (openequivariance's libtorch 2.10 for the CPU, for
+    its headers and libraries): the target python's torch package holds the same include/ and lib/."""
+    return _fetched(files, "libtorch", "${{ torch.folder }}")
+
+
+def _declared_here(what: str, sources: tuple[ExtraSdist, ...] = ()) -> Callable[[Evidence | None, Evidence | None],
+                                                                               Fix | None]:
+    def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+        if files is None or not files.also:
+            return None
+        edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=True) for e in files.also)
+        names = ", ".join(sorted({e.file for e in files.also}))
+        return Edits(edits, f"give FetchContent {what} in {names}, instead of a download", sources=sources)
+
+    return fix
 
 
 def torch_extension(files: BuildFiles) -> Evidence | None:
@@ -2154,8 +2168,17 @@ TRAPS: tuple[Trap, ...] = (
          "a project's CMake has FetchContent download pybind11 (from GitHub), which a confined step cannot reach: "
          f"PyPI's {PYBIND11_SDIST} sdist, a whole CMake project of a release that knows the target Python, comes as "
          "an extra source, and each FetchContent_Declare(pybind11 ...) takes it as its SOURCE_DIR",
-         _pybind11_given, log=(r"(?:downloading|unable to access|Failed to clone)\W+https?://github\.com/pybind/pybind11",),
+         _declared_here(f"PyPI's {PYBIND11_SDIST} for pybind11", (ExtraSdist("pybind11", PYBIND11_SDIST),)),
+         log=(r"(?:downloading|unable to access|Failed to clone)\W+https?://github\.com/pybind/pybind11",),
          files=pybind11_fetched, fixes="an extra source and replace edits"),
+    Trap("libtorch-downloaded", "CMake downloads libtorch while it builds",
+         "a project's CMake has FetchContent download a libtorch archive (download.pytorch.org's, for the CPU, of "
+         "another release), which a confined step cannot reach, and which is not the torch the extension is built "
+         "against: the target python's torch package holds the same include/ and lib/, and each "
+         "FetchContent_Declare(libtorch ...) takes it as its SOURCE_DIR",
+         _declared_here("the target python's torch for libtorch"),
+         log=(r"(?:downloading|unable to access)\W+https?://download\.pytorch\.org/libtorch/",),
+         files=libtorch_fetched, fixes="replace edits"),
     Trap("downloads-at-build", "the build reaches the network",
          "a confined step has no network, and a download is not built for the archs asked: give what it fetches as "
          "a source or file entry of the recipe, or set the package's force-build variable so it compiles; only "

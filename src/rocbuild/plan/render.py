@@ -86,6 +86,12 @@ class TorchView:
         return f"{info.path}/share/cmake" if info is not None else ""
 
     @property
+    def folder(self) -> str:
+        """torch's package folder (include/, lib/, share/cmake: what a libtorch archive holds; "" with no torch)."""
+        info = self._info()
+        return str(info.path) if info is not None else ""
+
+    @property
     def flavour(self) -> str:
         """rocm | cuda | cpu | unknown | none."""
         info = self._info()
