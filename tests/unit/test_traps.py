@@ -2099,10 +2099,17 @@ def test_pybind11_that_cmake_would_download_comes_from_pypis_sdist(tmp_path):
     _apply_draft_patches(t, text)
     out = (t / "cmake/pybind11.cmake").read_text()
     assert out.count('FetchContent_Declare(pybind11 SOURCE_DIR "${{ sources.pybind11 }}")') == 2
+    # pybind11 2's classic Python variables (PYTHON_INCLUDE_DIRS) for a project written for pybind11 2
+    assert out.count("    set(PYBIND11_FINDPYTHON OLD)\n    FetchContent_Declare(pybind11 SOURCE_DIR") == 2
     assert "URL_HASH" not in out and "FetchContent_Declare(googletest URL" in out
     # a failed download of pybind11 names the trap, ahead of downloads-at-build's "fix by hand"
     line = "error: downloading 'https://github.com/pybind/pybind11/archive/v2.6.0.tar.gz' failed"
     assert [h.trap.id for h in in_log([(70, line)], BuildFiles.read(t))][0] == "pybind11-downloaded"
+    # a project that declares pybind11 3 already finds Python its way
+    (t / "cmake/pybind11.cmake").write_text("FetchContent_Declare(pybind11\n  GIT_REPOSITORY https://github.com/pybind/"
+                                            "pybind11\n  GIT_TAG v3.0.1)\n")
+    (hit,) = [h for h in in_build_files(BuildFiles.read(t)) if h.trap.id == "pybind11-downloaded"]
+    assert hit.files is not None and "FINDPYTHON" not in hit.files.also[0].with_
     # one that only finds pybind11's CMake package is no download
     (t / "cmake/pybind11.cmake").write_text("find_package(pybind11 CONFIG REQUIRED)\n")
     assert "pybind11-downloaded" not in _seen(t)

@@ -1368,9 +1368,11 @@ def downloads(files: BuildFiles) -> Evidence | None:
 PYBIND11_SDIST = "pybind11==3.1.0"
 
 
-def _fetched(files: BuildFiles, name: str, source_dir: str) -> Evidence | None:
+def _fetched(files: BuildFiles, name: str, source_dir: str, before: Callable[[str], str] = lambda _t: "") -> \
+        Evidence | None:
     """Each CMake file of the tree whose FetchContent_Declare(NAME ...) downloads (a URL or a git repository; the
-    call spans lines and holds no parenthesis), with the edit that makes every such declaration take `source_dir`."""
+    call spans lines and holds no parenthesis), with the edit that makes every such declaration take `source_dir`
+    (after what `before` says for that file's text, a statement of its own)."""
     fetched = re.compile(rf"FetchContent_Declare\s*\(\s*{name}\b[^()]*\b(?:URL|GIT_REPOSITORY)\b[^()]*\)")
     declared = rf"(?m)^([ \t]*)FetchContent_Declare\s*\(\s*{name}\b[^()]*\)"  # (not a commented-out one)
     found = []
@@ -1379,15 +1381,24 @@ def _fetched(files: BuildFiles, name: str, source_dir: str) -> Evidence | None:
         match = fetched.search(code)
         if match:
             line = line_of(code, match.start())
+            first = rf"{before(code)}\n\g<1>" if before(code) else ""
             found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), declared,
-                                    rf'\g<1>FetchContent_Declare({name} SOURCE_DIR "{source_dir}")', True))
+                                    rf'\g<1>{first}FetchContent_Declare({name} SOURCE_DIR "{source_dir}")', True))
     return _in_sources(found)
 
 
 def pybind11_fetched(files: BuildFiles) -> Evidence | None:
     """A CMake file that has FetchContent download pybind11 (fast-rnnt's and optimized-transducer's
     cmake/pybind11.cmake, k2-fsa's): its declarations, which the fix points at the extra source."""
-    return _fetched(files, "pybind11", "${{ sources.pybind11 }}")
+    return _fetched(files, "pybind11", "${{ sources.pybind11 }}", _findpython)
+
+
+def _findpython(code: str) -> str:
+    """pybind11 2's way of finding Python, for a project that declares a pybind11 2 (its URL or tag says v2, or no
+    version): pybind11 3 takes CMake's FindPython where it can, which leaves PYTHON_INCLUDE_DIRS unset, and a target
+    of fast-rnnt's that includes torch/extension.h from it found no Python.h."""
+    three = re.search(r"""(?:GIT_TAG\s+["']?|/archive/|pybind11[-_])v?3\.\d+""", code)
+    return "" if three else "set(PYBIND11_FINDPYTHON OLD)"
 
 
 def libtorch_fetched(files: BuildFiles) -> Evidence | None:
@@ -2337,7 +2348,9 @@ TRAPS: tuple[Trap, ...] = (
                                    r"|complex|inttypes|unistd|pthread|omp|malloc|alloca"
                                    # a system library's (evnn-pytorch's <cblas.h>: libopenblas-dev), never packed
                                    r"|cblas|lapacke?|f77blas|openblas\w*|mkl\w*|png|jpeglib|zlib|mpi|nccl|rccl|gmp"
-                                   r"|fftw3f?|hdf5|lz4|zstd)\.h\b)"
+                                   r"|fftw3f?|hdf5|lz4|zstd"
+                                   # Python's own (a target that includes torch/extension.h without its folder)
+                                   r"|Python|pyconfig)\.h\b)"
                                    r"(?P<value>(?:\.\.?/)*[\w.-]+\.(?:h|hpp|cuh))'?:? (?:file not found|No such file)",
                                    # or beside it, named by a relative path (tvdcn's "../deform_conv2d.h")
                                    r"fatal error: '?(?P<value>(?:\.\.?/)+[\w.-]+(?:/[\w.-]+)*\.(?:h|hpp|cuh))'?:? "
