@@ -2100,7 +2100,7 @@ def test_pybind11_that_cmake_would_download_comes_from_pypis_sdist(tmp_path):
     out = (t / "cmake/pybind11.cmake").read_text()
     assert out.count('FetchContent_Declare(pybind11 SOURCE_DIR "${{ sources.pybind11 }}")') == 2
     # pybind11 2's classic Python variables (PYTHON_INCLUDE_DIRS) for a project written for pybind11 2
-    assert out.count("    set(PYBIND11_FINDPYTHON OLD)\n    FetchContent_Declare(pybind11 SOURCE_DIR") == 2
+    assert out.count("    set(PYBIND11_FINDPYTHON OFF)\n    FetchContent_Declare(pybind11 SOURCE_DIR") == 2
     assert "URL_HASH" not in out and "FetchContent_Declare(googletest URL" in out
     # a failed download of pybind11 names the trap, ahead of downloads-at-build's "fix by hand"
     line = "error: downloading 'https://github.com/pybind/pybind11/archive/v2.6.0.tar.gz' failed"

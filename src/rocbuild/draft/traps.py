@@ -1395,10 +1395,11 @@ def pybind11_fetched(files: BuildFiles) -> Evidence | None:
 
 def _findpython(code: str) -> str:
     """pybind11 2's way of finding Python, for a project that declares a pybind11 2 (its URL or tag says v2, or no
-    version): pybind11 3 takes CMake's FindPython where it can, which leaves PYTHON_INCLUDE_DIRS unset, and a target
-    of fast-rnnt's that includes torch/extension.h from it found no Python.h."""
+    version): pybind11 3 under another project takes CMake's FindPython (its COMPAT mode), which leaves
+    PYTHON_INCLUDE_DIRS unset, and a target of fast-rnnt's that includes torch/extension.h from it found no Python.h;
+    OFF (not OLD, which CMake's if() takes for true) is its classic mode."""
     three = re.search(r"""(?:GIT_TAG\s+["']?|/archive/|pybind11[-_])v?3\.\d+""", code)
-    return "" if three else "set(PYBIND11_FINDPYTHON OLD)"
+    return "" if three else "set(PYBIND11_FINDPYTHON OFF)"
 
 
 def libtorch_fetched(files: BuildFiles) -> Evidence | None:
