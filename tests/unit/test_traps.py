@@ -3,6 +3,7 @@ recipes (which the recipe loader must then accept)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from pathlib import Path
@@ -2131,3 +2132,25 @@ def test_a_libtorch_that_cmake_would_download_is_the_target_pythons_torch(tmp_pa
     line = ("error: downloading 'https://download.pytorch.org/libtorch/cpu/libtorch-shared-with-deps-2.10.0%2Bcpu.zip' "
             "failed")
     assert [h.trap.id for h in in_log([(32, line)], BuildFiles.read(t))][0] == "libtorch-downloaded"
+
+
+def test_a_cuda_flag_in_the_cuda_branch_of_a_package_that_never_tests_for_hip_is_dropped_by_the_draft(tmp_path):
+    """pytorch-extension 0.2 (apex's setup.py): `if CUDA_HOME is None: raise ... else:` puts its nvcc flags on CUDA's
+    side, which a ROCm torch takes too where nothing tests for HIP; --try had met them one try each."""
+    setup = ("import sys\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\nmacros = []\next_modules = []\n"
+             "if CUDA_HOME is None:\n    raise RuntimeError('nvcc was not found')\nelse:\n"
+             "    ext_modules.append(CUDAExtension(name='mlp_cuda', sources=['mlp.cpp', 'mlp_cuda.cu'],\n"
+             "                       extra_compile_args={'cxx': ['-O3'] + macros,\n"
+             "                                           'nvcc': ['-maxrregcount=50',\n"
+             "                                                    '-O3',\n"
+             "                                                    '--use_fast_math'] + macros}))\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "mlp.cpp": "", "mlp_cuda.cu": "__global__ void k() {}\n"})
+    assert "cuda-flag-for-hipcc" in _seen(t)
+    _drafted(t)
+    out = (t / "setup.py").read_text()
+    ast.parse(out)
+    assert "--use_fast_math" not in out and "-maxrregcount" not in out and "'-O3'" in out
+    # where the package has a HIP branch, its CUDA branch's flags stay CUDA's
+    aware = setup.replace("if CUDA_HOME is None:", "if torch.version.hip:\n    pass\nelif CUDA_HOME is None:")
+    assert "cuda-flag-for-hipcc" not in _seen(tree(tmp_path / "aware", {"setup.py": "import torch\n" + aware,
+                                                                     "mlp_cuda.cu": ""}))

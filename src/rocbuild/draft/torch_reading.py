@@ -454,8 +454,10 @@ def _cuda_flags(facts: list[PyFacts], *, aware: bool) -> list[str]:
 
 def _hip_flags(facts: list[PyFacts], *, aware: bool) -> list[tuple[str, str]]:
     """The CUDA-only flags hipcc would surely be given (in a HIP branch, or anywhere in a package that never tests
-    for HIP), each once, with where it is written."""
-    sure = [t for f in facts for t in f.texts if CUDA_FLAG.match(t.text) and (t.side == "hip" or (t.side == "any" and not aware))]
+    for HIP: its CUDA branch too, which a ROCm torch takes, as apex's copies' `if CUDA_HOME is None: raise ...
+    else:` do), each once, with where it is written."""
+    sure = [t for f in facts for t in f.texts
+            if CUDA_FLAG.match(t.text) and (t.side == "hip" or (t.side in ("any", "cuda") and not aware))]
     return list(dict.fromkeys((t.text, t.where) for t in sure))
 
 
