@@ -2154,3 +2154,22 @@ def test_a_cuda_flag_in_the_cuda_branch_of_a_package_that_never_tests_for_hip_is
     aware = setup.replace("if CUDA_HOME is None:", "if torch.version.hip:\n    pass\nelif CUDA_HOME is None:")
     assert "cuda-flag-for-hipcc" not in _seen(tree(tmp_path / "aware", {"setup.py": "import torch\n" + aware,
                                                                      "mlp_cuda.cu": ""}))
+
+
+def test_a_gemm_ex_compute_type_given_as_a_data_type_becomes_a_compute_type(tmp_path):
+    """pytorch-extension 0.2 (apex's csrc/mlp_cuda.cu): `cublasGemmEx(..., C, CUDA_R_64F, ldc, CUDA_R_64F,
+    CUBLAS_GEMM_DEFAULT)`, whose hipified HIP_R_64F hipBLAS's v2 hipblasGemmEx refuses as its compute type."""
+    source = ("return cublasGemmEx(handle, ta, tb, m, n, k, alpha, A, CUDA_R_64F, lda, B, CUDA_R_64F, ldb,\n"
+              "    beta, C, CUDA_R_64F, ldc, CUDA_R_64F, CUBLAS_GEMM_DEFAULT);\n"
+              "cublasGemmEx(h, ta, tb, m, n, k, a, A, CUDA_R_16F, lda, B, CUDA_R_16F, ldb, b, C, CUDA_R_16F, ldc,\n"
+              "    CUDA_R_32F,\n    CUBLAS_GEMM_DEFAULT_TENSOR_OP);\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "csrc/mlp_cuda.cu": source})
+    _drafted(t)
+    out = (t / "csrc/mlp_cuda.cu").read_text()
+    assert "ldc, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT);" in out
+    assert "CUBLAS_COMPUTE_32F,\n    CUBLAS_GEMM_DEFAULT_TENSOR_OP" in out
+    assert out.count("CUDA_R_64F") == 3 and out.count("CUDA_R_16F") == 3  # the matrices' own types stay
+    note = ("hipblas.h:23705:32: note: candidate function not viable: no known conversion from 'hipDataType' to "
+            "'hipblasComputeType_t' for 18th argument")
+    assert "gemm-ex-compute-type" in [h.trap.id for h in in_log([(9, note)], BuildFiles.read(t))]

@@ -868,6 +868,23 @@ def hip_counterpart(cuda: str, hip: str) -> bool:
         cuda.startswith("cu") and hip in ("hip" + cuda[2:], "hip" + cuda[4:] if cuda.startswith("cuda") else ""))
 
 
+# cuBLAS's GEMM-Ex calls given their compute type as a data type (`..., CUDA_R_64F, CUBLAS_GEMM_DEFAULT)`), which
+# cuBLAS still takes; hipified, that is HIP_R_64F, and hipBLAS's v2 API (torch's cpp_extension builds with
+# -DHIPBLAS_V2; ROCm 7's default) takes only a hipblasComputeType_t there. CUBLAS_COMPUTE_64F is right for both.
+GEMM_EX_COMPUTE = r"\bCUDA_R_(16F|32F|64F|32I)(\s*,\s*CUBLAS_GEMM_\w+\s*\))"
+
+
+def gemm_ex_compute_type(files: BuildFiles) -> Evidence | None:
+    """The sources that call cublasGemm*Ex with a data type where its compute type goes (apex's mlp_cuda.cu)."""
+    if files.torch is None:
+        return None
+    found = [SourceEdit(rel, line_of(text, m.start()), line_at(text, m.start()), GEMM_EX_COMPUTE,
+                        r"CUBLAS_COMPUTE_\1\2", True)
+             for rel, text in files.sources.items() if "GemmEx" in text or "GemmStridedBatchedEx" in text
+             or "GemmBatchedEx" in text for m in [re.search(GEMM_EX_COMPUTE, text)] if m]
+    return _in_sources(found)
+
+
 def suggested_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """Each source that names the CUDA name the compiler suggested HIP's counterpart for, renamed."""
     cuda, hip = failure.group("value"), failure.group("hip")
@@ -2021,6 +2038,14 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("add atomicAdd overloads for 16-bit floats"),
          log=(r"(?P<file>[^\s:]+):\d+:\d+: error: no matching function for call to 'atomicAdd'",),
          locate=atomic_add_place, draft=False, fixes="replace edits", placed=True),
+    Trap("gemm-ex-compute-type", "cuBLAS's GEMM-Ex compute type given as a data type",
+         "cublasGemmEx and its batched forms take their compute type as a cublasComputeType_t (CUBLAS_COMPUTE_32F); "
+         "cuBLAS still takes a cudaDataType there (CUDA_R_32F), hipified to a hipDataType, which hipBLAS's v2 API "
+         "(torch's extensions build with HIPBLAS_V2) refuses: no matching function for hipblasGemmEx. The argument "
+         "becomes CUBLAS_COMPUTE_*, right for both",
+         _source_edits("give cuBLAS's GEMM-Ex calls their compute type as one"),
+         log=(r"no known conversion from 'hipDataType' to 'hipblasComputeType_t'",),
+         files=gemm_ex_compute_type, fixes="replace edits"),
     Trap("hip-name-suggested", "a CUDA name hipify left, whose HIP counterpart the compiler suggests",
          "hipify maps the names it knows (cusparseSpMM to hipsparseSpMM) and leaves the rest (CUSPARSE_SPMM_ALG_DEFAULT); "
          "where the compiler's `did you mean` names the same name under HIP's prefix, that is the one HIP declares: "
