@@ -1395,8 +1395,6 @@ def test_cuda_flags_made_by_a_call_a_concatenation_or_a_comprehension_leave_vali
     # torch-baidu-ctc 0.3.0: `["-gencode", "arch=compute_{},code=sm_{}".format(a, b)]` and
     # `.append("-ccbin=" + CC)`; bf16-fused-adam 0.1: `[f"--generate-code=arch=compute_{arch},code=sm_{arch}" for
     # arch in ARCHS]`. Dropping the string alone left `[.format(a, b)]`, `append(+ CC)` and `[ for arch in ARCHS]`.
-    import ast
-
     setup = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension\nflags = ['-O3']\nCC = os.getenv('CC')\n"
              "if CC is not None:\n    args['nvcc'].append('-ccbin=' + CC)\n"
              "flags.extend(['-gencode', 'arch=compute_{},code=sm_{}'.format(a, b)])\n"
@@ -1579,8 +1577,6 @@ def test_cuda_flags_kept_in_a_module_setup_py_loads_are_dropped_there(tmp_path):
     # deformops 3.0.1 keeps `--use_fast_math` in sources/deformops/core/configs.py, which setup.py loads with
     # SourceFileLoader(..., str(root / "deformops" / "core" / "configs.py")); a build_utils.py it imports
     # holds another. Neither is setup.py's, and clang refused the first.
-    import ast
-
     setup = ("from importlib.machinery import SourceFileLoader\nimport build_utils\n"
              "from torch.utils.cpp_extension import CUDAExtension\n"
              "configs = SourceFileLoader('c', str(root / 'pkg' / 'core' / 'configs.py')).load_module()\n"
@@ -1620,8 +1616,6 @@ def test_the_packages_under_a_package_dir_root_are_imported_by_their_own_names(t
 def test_pip_run_by_setup_py_itself_is_dropped(tmp_path):
     # MinkowskiEngine 0.5.4: `run_command("pip", "uninstall", "MinkowskiEngine", "-y")` at the top of setup.py,
     # which the root's pip refused (externally-managed-environment) before anything compiled
-    import ast
-
     setup = ("import os, subprocess, sys\ndef run_command(*args):\n    subprocess.check_call(args)\n"
              "run_command('rm', '-rf', 'build')\nrun_command('pip', 'uninstall', 'M', '-y')\n"
              "if os.getenv('X'):\n    subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'ninja'])\n"

@@ -190,9 +190,6 @@ class ExtraSdist:
     def entry(self) -> str:
         return f"{{sdist: {quote(self.requirement)}}}"
 
-    def describe(self) -> str:
-        return f"the sdist {self.requirement} as extra source {self.name}"
-
 
 @dataclass(frozen=True)
 class Edits:

@@ -1398,7 +1398,8 @@ def _fetched(files: BuildFiles, name: str, source_dir: str, before: Callable[[st
         match = fetched.search(code)
         if match:
             line = line_of(code, match.start())
-            first = rf"{before(code)}\n\g<1>" if before(code) else ""
+            said = before(code)
+            first = rf"{said}\n\g<1>" if said else ""
             found.append(SourceEdit(rel, line, text.splitlines()[line - 1].strip(), declared,
                                     rf'\g<1>{first}FetchContent_Declare({name} SOURCE_DIR "{source_dir}")', True))
     return _in_sources(found)
@@ -1423,18 +1424,6 @@ def libtorch_fetched(files: BuildFiles) -> Evidence | None:
     """A CMake file that has FetchContent download libtorch (openequivariance's libtorch 2.10 for the CPU, for
     its headers and libraries): the target python's torch package holds the same include/ and lib/."""
     return _fetched(files, "libtorch", "${{ torch.folder }}")
-
-
-def _declared_here(what: str, sources: tuple[ExtraSdist, ...] = ()) -> Callable[[Evidence | None, Evidence | None],
-                                                                               Fix | None]:
-    def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
-        if files is None or not files.also:
-            return None
-        edits = tuple(ReplaceText(e.file, e.find, e.with_, regex=True) for e in files.also)
-        names = ", ".join(sorted({e.file for e in files.also}))
-        return Edits(edits, f"give FetchContent {what} in {names}, instead of a download", sources=sources)
-
-    return fix
 
 
 def torch_extension(files: BuildFiles) -> Evidence | None:
@@ -1687,9 +1676,11 @@ def _requoted(name: str, says: str) -> Callable[[Evidence | None, Evidence | Non
     return fix
 
 
-def _source_edits(what: str, when: str | None = None) -> Callable[[Evidence | None, Evidence | None], Fix | None]:
+def _source_edits(what: str, when: str | None = None, sources: tuple[ExtraSdist, ...] = ()) -> \
+        Callable[[Evidence | None, Evidence | None], Fix | None]:
     """The fix of a trap whose detector found places across the sources: one replace edit per place, as one
-    fix that says `what` it does (for the torch versions `when` names, or always)."""
+    fix that says `what` it does (for the torch versions `when` names, or always), with the extra `sources` the
+    edits name."""
 
     def fix(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
         if files is None or not files.also:
@@ -1698,7 +1689,7 @@ def _source_edits(what: str, when: str | None = None) -> Callable[[Evidence | No
                       for e in files.also)
         names = sorted({e.file for e in files.also})
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        return Edits(edits, f"{what} ({len(edits)} edit{'s' if len(edits) != 1 else ''}: {shown})")
+        return Edits(edits, f"{what} ({len(edits)} edit{'s' if len(edits) != 1 else ''}: {shown})", sources=sources)
 
     return fix
 
@@ -2205,7 +2196,8 @@ TRAPS: tuple[Trap, ...] = (
          "a project's CMake has FetchContent download pybind11 (from GitHub), which a confined step cannot reach: "
          f"PyPI's {PYBIND11_SDIST} sdist, a whole CMake project of a release that knows the target Python, comes as "
          "an extra source, and each FetchContent_Declare(pybind11 ...) takes it as its SOURCE_DIR",
-         _declared_here(f"PyPI's {PYBIND11_SDIST} for pybind11", (ExtraSdist("pybind11", PYBIND11_SDIST),)),
+         _source_edits(f"give FetchContent PyPI's {PYBIND11_SDIST} for pybind11, instead of a download",
+                       sources=(ExtraSdist("pybind11", PYBIND11_SDIST),)),
          log=(r"(?:downloading|unable to access|Failed to clone)\W+https?://github\.com/pybind/pybind11",),
          files=pybind11_fetched, fixes="an extra source and replace edits"),
     Trap("libtorch-downloaded", "CMake downloads libtorch while it builds",
@@ -2213,7 +2205,7 @@ TRAPS: tuple[Trap, ...] = (
          "another release), which a confined step cannot reach, and which is not the torch the extension is built "
          "against: the target python's torch package holds the same include/ and lib/, and each "
          "FetchContent_Declare(libtorch ...) takes it as its SOURCE_DIR",
-         _declared_here("the target python's torch for libtorch"),
+         _source_edits("give FetchContent the target python's torch for libtorch, instead of a download"),
          log=(r"(?:downloading|unable to access)\W+https?://download\.pytorch\.org/libtorch/",),
          files=libtorch_fetched, fixes="replace edits"),
     Trap("downloads-at-build", "the build reaches the network",
