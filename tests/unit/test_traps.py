@@ -1241,6 +1241,49 @@ def test_a_cmake_project_whose_gpu_language_is_cuda_is_drafted_as_hip(tmp_path):
     assert "cmake-cuda-only" not in _seen(t)
 
 
+# fast-rnnt 1.3's (k2-fsa's) top CMakeLists.txt, trimmed: CUDA joins a languages variable only where nvcc is found,
+# and torch is found by an included cmake/torch.cmake
+LANGUAGES_CMAKE = """set(languages CXX)
+set(_FT_WITH_CUDA ON)
+set(CMAKE_CXX_STANDARD 14 CACHE STRING "The C++ version to be used.")
+find_program(FT_HAS_NVCC nvcc)
+if(NOT FT_HAS_NVCC AND "$ENV{CUDACXX}" STREQUAL "")
+  set(_FT_WITH_CUDA OFF)
+endif()
+if(_FT_WITH_CUDA)
+  set(languages ${languages} CUDA)
+endif()
+message(STATUS "Enabled languages: ${languages}")
+project(fast_rnnt ${languages})
+include(cmake/torch.cmake)
+add_library(core k.cu)
+"""
+
+
+def test_a_cmake_project_that_adds_cuda_to_a_languages_variable_where_nvcc_is_found_is_ported(tmp_path):
+    # fast-rnnt 1.3 had built CPU-only: no nvcc, so CUDA never joined its languages, and nothing said so
+    t = tree(tmp_path / "src", {"CMakeLists.txt": LANGUAGES_CMAKE, "k.cu": "__global__ void k() {}\n",
+                                "cmake/torch.cmake": "find_package(Torch REQUIRED)\n",
+                                "setup.py": "import torch\nsubprocess.check_call(['cmake', src])\n"})
+    hit = _only_hit(t, "cmake-cuda-only")
+    assert hit.evidence.where == "CMakeLists.txt:9" and hit.evidence.text == "set(languages ${languages} CUDA)"
+    assert "torch-cmake-rocm-path" in _seen(t)  # its find_package(Torch) sits in a module the top file includes
+    text = draft_recipe("k", "k==0.1", "0" * 64, read_tree(t), ["gfx1100"])
+    _apply_draft_patches(t, text)
+    out = (t / "CMakeLists.txt").read_text()
+    assert "set(languages ${languages} HIP)" in out and "${languages} CUDA" not in out
+    assert "set(FT_HAS_NVCC TRUE)" in out and "find_program" not in out
+    pre, rest = out.split("project(fast_rnnt ${languages})\n")
+    assert "set(CMAKE_HIP_STANDARD 20)" in pre and 'set(CMAKE_CXX_STANDARD 20 CACHE STRING' in pre
+    assert rest.startswith("# rocbuild (trap cmake-cuda-only): HIP's runtime") and "find_package(hip REQUIRED)" in rest
+    _apply_draft_patches(t, text)  # a tree patched already is left as it is
+    assert (t / "CMakeLists.txt").read_text() == out
+    assert "cmake-cuda-only" not in _seen(t)
+    # a languages variable CUDA never joins is not a CUDA project
+    plain = LANGUAGES_CMAKE.replace("${languages} CUDA", "${languages} C")
+    assert "cmake-cuda-only" not in _seen(tree(tmp_path / "plain", {"CMakeLists.txt": plain, "setup.py": "import torch\n"}))
+
+
 def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_file(tmp_path):
     # gpuastar-cu 0.1.0: `unsigned const mask = __activemask();` then `__shfl_sync(mask, base, leader)`
     from rocbuild.draft.masks import WARP32
@@ -2167,3 +2210,29 @@ def test_a_gemm_ex_compute_type_given_as_a_data_type_becomes_a_compute_type(tmp_
     note = ("hipblas.h:23705:32: note: candidate function not viable: no known conversion from 'hipDataType' to "
             "'hipblasComputeType_t' for 18th argument")
     assert "gemm-ex-compute-type" in [h.trap.id for h in in_log([(9, note)], BuildFiles.read(t))]
+
+
+def test_a_stable_abi_module_calling_the_shims_gpu_functions_defines_use_rocm_first(tmp_path):
+    """openequivariance 0.7.0: its CMake builds libtorch_tp_jit_stable.cpp with g++ and -DHIP_BACKEND, and calls
+    aoti_torch_get_current_cuda_stream, which a ROCm torch's shim.h declares under USE_ROCM only."""
+    source = ("#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n"
+              "Stream get_current_stream() {\n"
+              "    TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device_idx, &stream_ptr));\n}\n")
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import load\n",
+                                "extension/stable.cpp": source, "extension/other.cpp": "int f();\n",
+                                "extension/aware.cpp": "#ifdef USE_ROCM\n" + source + "#endif\n"})
+    assert "shim-gpu-calls-undeclared" in _seen(t)
+    _drafted(t)
+    out = (t / "extension/stable.cpp").read_text()
+    assert out.startswith("#ifndef USE_ROCM\n#define USE_ROCM 1") and out.endswith(source)
+    assert (t / "extension/other.cpp").read_text() == "int f();\n"
+    assert (t / "extension/aware.cpp").read_text().startswith("#ifdef USE_ROCM\n")  # a file that tests it is its own
+    gxx = ("src/openequivariance/extension/libtorch_tp_jit_stable.cpp:72:28: error: ‘aoti_torch_get_current_cuda_stream’"
+           " was not declared in this scope; did you mean ‘aoti_torch_get_current_stream’?")
+    clang = "stable.cpp:3:28: error: use of undeclared identifier 'aoti_torch_get_current_cuda_stream'"
+    fresh = tree(tmp_path / "fresh", {"setup.py": "from torch.utils.cpp_extension import load\n",
+                                      "extension/stable.cpp": source})
+    for line in (gxx, clang):
+        hits = in_log([(72, line)], BuildFiles.read(fresh))
+        assert hits and hits[0].trap.id == "shim-gpu-calls-undeclared", line
+        assert hits[0].evidence.value == "aoti_torch_get_current_cuda_stream"

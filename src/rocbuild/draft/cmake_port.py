@@ -6,6 +6,8 @@ CMake (3.21+) compiles HIP as a language of its own. What the edits do, in each 
   rocm_agent_enumerator, which needs a GPU), and the C++ standard (20 against torch, which refuses less, and
   a C++ standard of 17 or less the file sets for CXX becomes 20 too);
 - CUDA becomes HIP in project(LANGUAGES), enable_language() and check_language(), and in `if(CMAKE_CUDA_COMPILER)`;
+- a languages variable project() is given (`set(languages ${languages} CUDA)`) adds HIP instead, and the nvcc
+  its find_program() gated that on is taken as found (k2-fsa's projects);
 - find_package(CUDAToolkit) is answered where HIP is enabled instead: HIP's runtime and ROCm's libraries stand
   behind CUDA's imported targets (CUDA::cudart, CUDA::cublas, ...), which stay the names the project links; so is
   the legacy find_package(CUDA), and its cuda_select_nvcc_arch_flags() gives no flags;
@@ -20,6 +22,7 @@ includes the original."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,9 @@ from rocbuild.draft.torch_reading import VENDOR_DIRS
 
 CUDA_LANGUAGE = re.compile(r"\bproject\s*\([^)]*\bCUDA\b|\benable_language\s*\(\s*CUDA\b|\bcheck_language\s*\(\s*CUDA\b",
                            re.IGNORECASE)
+# A languages variable project() is given, to which CUDA is added where nvcc is found (k2-fsa's fast_rnnt,
+# optimized_transducer, k2: `set(languages CXX)`, `set(languages ${languages} CUDA)`, `project(x ${languages})`).
+LANGUAGE_VARIABLE = re.compile(r"\bproject\s*\([^)]*\$\{(?P<var>\w+)\}", re.IGNORECASE)
 HIP_LANGUAGE = re.compile(r"enable_language\s*\(\s*HIP|LANGUAGES[^)]*\bHIP\b|USE_ROCM|\bhip::", re.IGNORECASE)
 SKIPPED = {*VENDOR_DIRS, "pybind11", "build", "_deps", "tests", "test", "examples", "benchmarks", "docs"}
 
@@ -148,7 +154,26 @@ def cmake_files(tree: Path, names: tuple[str, ...] = ("CMakeLists.txt", "*.cmake
 def _cuda_only(text: str) -> bool:
     """Whether a CMakeLists.txt's GPU language is CUDA only (comments left out)."""
     code = re.sub(r"#[^\n]*", "", text)
-    return CUDA_LANGUAGE.search(code) is not None and not HIP_LANGUAGE.search(code)
+    return _first_cuda(code) is not None and not HIP_LANGUAGE.search(code)
+
+
+def _cuda_added(text: str) -> re.Match[str] | None:
+    """Where CUDA is added to the languages variable project() is given (`set(languages ${languages} CUDA)`,
+    `list(APPEND languages CUDA)`); its group `var` names the variable."""
+    for given in LANGUAGE_VARIABLE.finditer(text):
+        var = re.escape(given.group("var"))
+        added = re.search(rf"(?i)\bset\s*\(\s*(?P<var>{var})\s+\$\{{{var}\}}\s+CUDA\s*\)"
+                          rf"|\blist\s*\(\s*APPEND\s+(?P<listed>{var})\s+CUDA\s*\)", text)
+        if added:
+            return added
+    return None
+
+
+def _first_cuda(text: str) -> re.Match[str] | None:
+    """The first place `text` asks for CUDA as a language: project(), enable_language(), check_language(), or its
+    languages variable."""
+    found = [m for m in (CUDA_LANGUAGE.search(text), _cuda_added(text)) if m is not None]
+    return min(found, key=lambda m: m.start()) if found else None
 
 
 def _names_torch(tree: Path, cmake: list[tuple[str, str]]) -> bool:
@@ -169,7 +194,7 @@ def port(tree: Path, *, torch_extension: bool) -> CmakePort | None:
     torch = torch_extension or _names_torch(tree, cmake)
     files, edits = [], []
     for rel, text in cuda:
-        first = CUDA_LANGUAGE.search(text)
+        first = _first_cuda(text)
         assert first is not None
         number = text.count("\n", 0, first.start()) + 1
         files.append((rel, number, text.splitlines()[number - 1].strip()))
@@ -212,8 +237,26 @@ def _edits(rel: str, text: str, number: int, *, torch: bool) -> list[SourceEdit]
                   "of no use to HIP") if re.search(r"\bcuda_select_nvcc_arch_flags\s*\(", text, re.I) else None,
              edit(r"CXX_STANDARD(\s+\"?)1[147]\b", r"CXX_STANDARD\g<1>20")
              if torch and re.search(r"CXX_STANDARD\s+\"?1[147]\b", text) else None,
+             *_language_variable(text, targets, edit, insert),
              insert(r"\Z", "\n" + WALK)]
     return [e for e in edits if e is not None]
+
+
+def _language_variable(text: str, targets: str, edit: Callable[[str, str], SourceEdit],
+                       insert: Callable[[str, str], SourceEdit]) -> list[SourceEdit]:
+    """HIP added to the languages variable where CUDA was, HIP's targets right after the project() it is given,
+    and the nvcc that gates it (find_program) taken as found: HIP's compiler stands in."""
+    added = _cuda_added(text)
+    if added is None:
+        return []
+    var = added.group("var") or added.group("listed")
+    after = "|".join(rf"(?<=\$\{{{re.escape(var)}\}}{space}\))" for space in ("", " "))
+    edits = [edit(re.escape(added.group(0)), re.sub(r"CUDA(\s*\))$", r"HIP\1", added.group(0))),
+             insert(after, "\n" + targets)]
+    if re.search(r"(?i)\bfind_program\s*\(\s*\w+\s+nvcc\b", text):
+        edits.append(edit(r"(?i)\bfind_program\s*\(\s*(\w+)\s+nvcc\b[^)]*\)",
+                          r"set(\g<1> TRUE)  # rocbuild (trap cmake-cuda-only): HIP's compiler stands in for nvcc"))
+    return edits
 
 
 def _escaped(text: str) -> str:

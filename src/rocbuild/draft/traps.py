@@ -885,6 +885,24 @@ def gemm_ex_compute_type(files: BuildFiles) -> Evidence | None:
     return _in_sources(found)
 
 
+# The calls of torch's C shim (the stable ABI's) for the GPU's stream, guards and allocator: torch declares them under
+# USE_CUDA, which a ROCm torch's hipified headers test as USE_ROCM. cpp_extension defines USE_ROCM for each ROCm
+# compile; a CMake build (openequivariance's stable module) does not, so the calls are undeclared.
+SHIM_GPU_CALL = re.compile(r"\baoti_torch_(?:get_current_cuda_stream|create_cuda_guard|create_cuda_stream_guard|"
+                           r"cuda_guard_set_index|delete_cuda_(?:stream_)?guard|cuda_caching_allocator_raw_\w+)\b")
+SHIM_ROCM = "#ifndef USE_ROCM\n#define USE_ROCM 1  // torch's C shim declares its GPU calls under it on ROCm\n#endif\n"
+
+
+def shim_gpu_calls(files: BuildFiles) -> Evidence | None:
+    """The sources that call the C shim's GPU functions, with USE_ROCM defined first in each (where the file does
+    not test it already)."""
+    if files.torch is None:
+        return None
+    return _in_sources([SourceEdit(rel, line_of(text, m.start()), line_at(text, m.start()), r"\A", SHIM_ROCM, True)
+                        for rel, text in files.sources.items() if "USE_ROCM" not in text
+                        for m in [SHIM_GPU_CALL.search(text)] if m])
+
+
 def suggested_place(files: BuildFiles, failure: re.Match[str]) -> Evidence | None:
     """Each source that names the CUDA name the compiler suggested HIP's counterpart for, renamed."""
     cuda, hip = failure.group("value"), failure.group("hip")
@@ -972,7 +990,13 @@ def torch_cmake(files: BuildFiles) -> Evidence | None:
     setup.py that never runs it)."""
     if files.torch is not None and not files.torch.cmake:
         return None
-    return _cmake_line(files, r"^\s*find_package\s*\(\s*Torch\b", unless=r"(?!)")
+    found = _cmake_line(files, r"^\s*find_package\s*\(\s*Torch\b", unless=r"(?!)")
+    if found is not None or not files.cmake:
+        return found
+    # a module the top CMakeLists.txt includes (k2-fsa's cmake/torch.cmake)
+    return next((Evidence(f"{rel}:{number}", line.strip()) for rel, text in cmake_files(files.tree, ("*.cmake",))
+                 for number, line in enumerate(text.splitlines(), 1)
+                 if re.search(r"^\s*find_package\s*\(\s*Torch\b", line)), None)
 
 
 # HIP_FOUND where torch's own CMake sets PYTORCH_FOUND_HIP (vLLM's forks of 2024: `if (NOT HIP_FOUND AND
@@ -2037,6 +2061,15 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("give cuBLAS's GEMM-Ex calls their compute type as one"),
          log=(r"no known conversion from 'hipDataType' to 'hipblasComputeType_t'",),
          files=gemm_ex_compute_type, fixes="replace edits"),
+    Trap("shim-gpu-calls-undeclared", "torch's C shim called for the GPU where USE_ROCM is not defined",
+         "torch's stable C shim (aoti_torch/c/shim.h) declares its stream, guard and allocator calls under USE_CUDA, "
+         "which a ROCm torch's hipified header tests as USE_ROCM; torch's cpp_extension defines it for each ROCm "
+         "compile, but a CMake build of a stable-ABI module does not, and aoti_torch_get_current_cuda_stream is "
+         "undeclared: each source that calls them defines USE_ROCM first",
+         _source_edits("define USE_ROCM before torch's C shim, which declares its GPU calls under it"),
+         log=(r"[‘'](?P<value>aoti_torch_\w*cuda\w*)[’'] was not declared in this scope",
+              r"use of undeclared identifier '(?P<value>aoti_torch_\w*cuda\w*)'"),
+         files=shim_gpu_calls, fixes="replace edits", names="function"),
     Trap("hip-name-suggested", "a CUDA name hipify left, whose HIP counterpart the compiler suggests",
          "hipify maps the names it knows (cusparseSpMM to hipsparseSpMM) and leaves the rest (CUSPARSE_SPMM_ALG_DEFAULT); "
          "where the compiler's `did you mean` names the same name under HIP's prefix, that is the one HIP declares: "
