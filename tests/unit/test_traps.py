@@ -12,6 +12,7 @@ import yaml
 
 from rocbuild.draft.edit import apply_fix
 from rocbuild.draft.fixes import BuildOption, Edits, Expect, MemoryPerJob, ReplaceText, Require, SetEnv
+from rocbuild.draft.torch_reading import read_torch
 from rocbuild.draft.traps import (
     REFERENCE_END,
     REFERENCE_START,
@@ -1282,6 +1283,20 @@ def test_a_cmake_project_that_adds_cuda_to_a_languages_variable_where_nvcc_is_fo
     # a languages variable CUDA never joins is not a CUDA project
     plain = LANGUAGES_CMAKE.replace("${languages} CUDA", "${languages} C")
     assert "cmake-cuda-only" not in _seen(tree(tmp_path / "plain", {"CMakeLists.txt": plain, "setup.py": "import torch\n"}))
+    # fast-rnnt's own setup.py: its build_ext, named BuildExtension, runs cmake through a shell string
+    shell = ("import os\nfrom setuptools.command.build_ext import build_ext\n"
+             "class BuildExtension(build_ext):\n    def build_extension(self, ext):\n"
+             "        cmd = f\"\"\"\n            cd {self.build_temp}\n\n            cmake {args} {here}\n\n"
+             "            make {jobs} _fast_rnnt\n        \"\"\"\n        os.system(cmd)\n"
+             "setup(ext_modules=[e], cmdclass={'build_ext': BuildExtension})\n")
+    t = tree(tmp_path / "shell", {"CMakeLists.txt": LANGUAGES_CMAKE, "k.cu": "__global__ void k() {}\n",
+                                  "cmake/torch.cmake": "find_package(Torch REQUIRED)\n", "setup.py": shell})
+    reading = read_torch(t)
+    assert reading is not None and reading.cmake
+    assert {"cmake-cuda-only", "torch-cmake-rocm-path"} <= set(_seen(t))
+    # a shell string that only names cmake (a message, a path) runs nothing
+    (t / "setup.py").write_text(shell.replace("cmake {args}", "echo cmake-{args}"))
+    assert not read_torch(t).cmake  # type: ignore[union-attr]
 
 
 def test_lane_masks_kept_in_32_bit_variables_get_overloads_written_first_in_the_file(tmp_path):

@@ -76,6 +76,10 @@ class TorchReading:
     modules: list[str] = field(default_factory=list)  # the tree's own modules setup.py reaches (pysrc.local_modules)
 
 
+# cmake run through a shell string: fast-rnnt's os.system(f"""cd {build_temp}\n cmake {cmake_args} {ft_dir}\n make""")
+RUNS_CMAKE = re.compile(r"(?:^|\n|&&|;)\s*cmake\s+\S")
+
+
 def read_torch(tree: Path) -> TorchReading | None:
     """None when nothing in setup.py or op_builder/ uses torch.utils.cpp_extension, and no module of the
     package compiles kernels at run time with it."""
@@ -115,7 +119,7 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.allow_lists += [(targets, where) for targets, where, _ in cmake]
     reading.cmake_lists = [variable for _, _, variable in cmake]
     reading.python = _imports(tree, facts[0] if files and files[0].name == "setup.py" else PyFacts())
-    reading.cmake = any(t.text == "cmake" for f in facts for t in f.texts)
+    reading.cmake = any(t.text == "cmake" or RUNS_CMAKE.search(t.text) for f in facts for t in f.texts)
     # A CUDAExtension in a CUDA-only branch, or one of host sources alone, carries no device code on ROCm.
     reading.kernels = [e for f in facts for e in f.extensions if e.side != "cuda" and e.device_sources is not False]
     reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
