@@ -172,3 +172,43 @@ def test_void_pointer_arithmetic_counted_in_bytes_compiles_and_counts_as_gcc_did
     subprocess.run(["g++", "-w", "gnu.cpp", "-o", "gnu"], cwd=tmp_path, check=True)
     gnu = subprocess.run(["./gnu"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert gnu == subprocess.run(["./k"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout == "11\n"
+
+
+# fast-rnnt 1.3's mutual_information.h: its functions are __host__ __device__ only where __CUDA_ARCH__ is defined
+HOSTDEV = """\
+#pragma once
+#include <cmath>
+#ifdef __CUDA_ARCH__
+#define FT_CUDA_HOSTDEV __host__ __device__
+#else
+#define FT_CUDA_HOSTDEV
+#endif
+FT_CUDA_HOSTDEV inline double LogAdd(double x, double y) { return x < y ? y + log1p(exp(x - y)) : x + log1p(exp(y - x)); }
+"""
+
+
+@pytest.mark.hipcc
+def test_functions_made_host_and_device_under_cuda_arch_alone_compile_for_hip_and_for_gcc(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n")
+    (tmp_path / "lse.h").write_text(HOSTDEV)
+    (tmp_path / "k.hip").write_text('#include <hip/hip_runtime.h>\n#include "lse.h"\n'
+                                    "__global__ void k(double* x) { x[threadIdx.x] = LogAdd(x[0], x[1]); }\n")
+    (tmp_path / "cpu.cpp").write_text('#include "lse.h"\nint main() { return LogAdd(0.0, 0.0) > 0.69 ? 0 : 1; }\n')
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    hipcc = ["hipcc", "--offload-arch=gfx1030", "-c", "k.hip", "-o", "k.o"]
+    failed = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert failed.returncode != 0 and "call to __host__ function from __global__ function" in failed.stderr, failed.stderr
+    files = BuildFiles.read(tmp_path)
+    (hit,) = [h for h in in_log(list(enumerate(failed.stderr.splitlines(), 1)), files)
+              if h.trap.id == "device-arch-hostdev-guard"]
+    assert hit.files is not None and hit.files.where == "lse.h:3"
+    for edit in hit.fix.edits:  # type: ignore[union-attr]
+        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
+                                   count=None, where="test"), tmp_path)
+    built = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert b"hipv4-amdgcn-amd-amdhsa--gfx1030" in (tmp_path / "k.o").read_bytes()
+    # g++ reads the header as it did: no __HIPCC__, so no __host__ __device__ it has never heard of
+    subprocess.run(["g++", "cpu.cpp", "-o", "cpu"], cwd=tmp_path, check=True)
+    subprocess.run(["./cpu"], cwd=tmp_path, check=True)
+    assert not [h for h in in_build_files(BuildFiles.read(tmp_path)) if h.trap.id == "device-arch-hostdev-guard"]

@@ -774,6 +774,21 @@ def test_the_draft_drops_register_limits_and_host_compiler_options_too(tmp_path)
     assert "'nvcc': ['-O3', '-DKEEP']" in " ".join((t / "setup.py").read_text().split())
 
 
+def test_a_passed_on_value_that_holds_the_other_quote_goes_whole_with_its_option(tmp_path):
+    # transformer-engine-torch 2.20.2's build_tools/build_ext.py: `cflags.extend(["--compiler-options", "'-fPIC'"])`;
+    # the value's `'` was taken for its end, and `[-fPIC'"]` stopped metadata with a SyntaxError
+    setup = ("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+             "cflags = ['-O3']\ncflags.extend([\"--compiler-options\", \"'-fPIC'\"])\n"
+             "flags = ['-O2', '-Xcompiler', '\"-fno-strict-aliasing\"', '-DKEEP']\n"
+             "setup(name='b', ext_modules=[CUDAExtension('b', ['k.cu'], extra_compile_args={'nvcc': cflags + flags})],\n"
+             "    cmdclass={'build_ext': BuildExtension})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "k.cu": ""})
+    _drafted(t)
+    code = (t / "setup.py").read_text()
+    ast.parse(code)
+    assert "cflags.extend([])" in code and "flags = ['-O2', '-DKEEP']" in code and "fPIC" not in code
+
+
 def test_a_full_mask_with_an_upper_case_prefix_is_widened_too(tmp_path):
     # biwkv4-cuda 0.3.2 writes __shfl_sync(0Xffffffff, o2, i)
     from rocbuild.draft.masks import FULL, find_masks
@@ -1513,6 +1528,9 @@ def test_a_cmake_project_that_finds_torch_is_told_where_rocm_is(tmp_path):
     assert env["ROCM_PATH"].value == "${{ rocm.path }}" and env["ROCM_PATH"].when is None
     assert env["HIP_DEVICE_LIB_PATH"].value == "${{ rocm.device_lib_dir }}"
     assert env["HIP_DEVICE_LIB_PATH"].when == "${{ rocm.layout == 'distro' }}"
+    # fast-rnnt 1.3: CMake then stopped at each package LoadHIP.cmake finds REQUIRED, one a try (five tries)
+    assert [c.value for c in loaded.requires.cmake_packages] == ["rocblas", "miopen", "hipfft", "rocsolver"]
+    assert "  cmake-packages: [rocblas, miopen, hipfft, rocsolver]" in hit.fix.yaml()  # type: ignore[union-attr]
     assert apply_fix(recipe, hit.fix, "again") == recipe  # written once  # type: ignore[arg-type]
 
 
@@ -2251,3 +2269,54 @@ def test_a_stable_abi_module_calling_the_shims_gpu_functions_defines_use_rocm_fi
         hits = in_log([(72, line)], BuildFiles.read(fresh))
         assert hits and hits[0].trap.id == "shim-gpu-calls-undeclared", line
         assert hits[0].evidence.value == "aoti_torch_get_current_cuda_stream"
+
+
+def test_functions_made_host_and_device_under_cuda_arch_alone_are_for_hips_two_sides_too(tmp_path):
+    # fast-rnnt 1.3's mutual_information.h: `#ifdef __CUDA_ARCH__` / `#define FT_CUDA_HOSTDEV __host__ __device__`;
+    # clang never defines __CUDA_ARCH__, and its kernels' calls of LogAdd were refused as calls of host functions
+    header = ("#pragma once\n#ifdef __CUDA_ARCH__\n#define HD __host__ __device__\n#else\n#define HD\n#endif\n"
+              "  #if defined(__CUDA_ARCH__)  // the device pass\n#define HD2 __device__ __forceinline__\n#endif\n"
+              "HD inline float f(float x) { return x; }\n")
+    code = "#ifdef __CUDA_ARCH__\n  x = __ldg(p);\n#else\n  x = *p;\n#endif\n"  # code for each side: nvcc's to keep
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "csrc/f.h": header, "csrc/k.cu": code})
+    hit = _only_hit(t, "device-arch-hostdev-guard")
+    assert hit.evidence.where == "csrc/f.h:2" and len(hit.fix.edits) == 1  # type: ignore[union-attr]
+    _drafted(t)
+    guard = "#if defined(__CUDA_ARCH__) || defined(__HIPCC__)  // rocbuild: clang's HIP host side calls them too\n"
+    assert (t / "csrc/f.h").read_text() == (f"#pragma once\n{guard}#define HD __host__ __device__\n#else\n#define HD\n"
+                                            f"#endif\n{guard}#define HD2 __device__ __forceinline__\n#endif\n"
+                                            "HD inline float f(float x) { return x; }\n")
+    assert (t / "csrc/k.cu").read_text() == code
+    assert "device-arch-hostdev-guard" not in _seen(t)
+    # clang's note names the header that declares the function; a header that only uses the macro leads to its guard
+    (t / "csrc/f.h").write_text(header)
+    (t / "csrc/g.h").write_text('#include "f.h"\nHD inline int g(int x) { return x; }\n')
+    note = "../csrc/g.h:2:15: note: candidate function not viable: call to __host__ function from __global__ function"
+    (log_hit,) = [h for h in in_log([(7, note)], BuildFiles.read(t)) if h.trap.id == "device-arch-hostdev-guard"]
+    assert log_hit.files is not None and log_hit.files.where == "csrc/f.h:2"
+    # a host function called from a kernel for another reason is not this trap's
+    (t / "csrc/f.h").write_text("#pragma once\ninline float f(float x) { return x; }\n")
+    assert not [h for h in in_log([(7, note)], BuildFiles.read(t)) if h.trap.id == "device-arch-hostdev-guard"]
+
+
+def test_a_setup_py_that_globs_a_folder_the_sdist_lacks_leaves_the_kernels_to_run_time(tmp_path):
+    # monai 1.6.1: setup.py's CUDAExtension takes what monai/csrc holds, which its sdist leaves out; its one kernel,
+    # gmm, is compiled at run time by load(), imported through `optional_import("torch.utils.cpp_extension", name="load")`
+    setup = ("import glob, os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "ext_dir = os.path.join(os.path.dirname(__file__), 'm', 'csrc')\n"
+             "sources = glob.glob(os.path.join(ext_dir, '**', '*.cu'), recursive=True)\n"
+             "ext = [CUDAExtension('m._C', sources)] if sources else []\n")
+    loader = ("from m.utils import optional_import\n\ndef load_module(name):\n"
+              "    load, _ = optional_import(\"torch.utils.cpp_extension\", name=\"load\")\n"
+              "    return load(name=name, sources=[])\n")
+    files = {"setup.py": setup, "m/__init__.py": "", "m/_ext/loader.py": loader, "m/_ext/gmm/gmm_cuda.cu": ""}
+    t = tree(tmp_path / "src", files)
+    reading = read_torch(t)
+    assert reading is not None and reading.jit == "m/_ext/loader.py:4" and reading.built_at is None
+    assert "setup.py compiles what m/csrc holds, which the sdist lacks" in " ".join(reading.notes)
+    recipe = load_recipe_text(draft_recipe("m", "m==1.0", "0" * 64, read_tree(t), ["gfx1100"]), tmp_path / "m.yaml")
+    assert [v.required for v in recipe.verify if v.KIND == "code-objects"] == [False]  # type: ignore[attr-defined]
+    # the folder packed, its kernels are built at install, whatever load() does later
+    t = tree(tmp_path / "packed", {**files, "m/csrc/k.cu": "__global__ void k() {}\n"})
+    assert read_torch(t).built_at == "setup.py:2"  # type: ignore[union-attr]

@@ -53,6 +53,8 @@ def apply_fix(text: str, fix: Fix, comment: str) -> str:
                 lines = _run_first(lines, fix.first, said)
             for source in fix.sources:
                 lines = _set_in_block(lines, "extra-sources", source.name, source.entry(), said)
+            for need in fix.requires:
+                lines = _require(lines, need.key, need.names, said)
         case Require():
             lines = _require(lines, fix.key, fix.names, note)
         case MemoryPerJob():

@@ -202,9 +202,11 @@ class Edits:
     env: tuple[SetEnv, ...] = ()
     first: RunFirst | None = None
     sources: tuple[ExtraSdist, ...] = ()
+    requires: tuple[Require, ...] = ()  # what the edited build then needs (torch's LoadHIP.cmake: ROCm's packages)
 
     def yaml(self) -> list[str]:
-        lines = ["patches:", *(line for edit in self.edits for line in edit.entry())]
+        lines = ["patches:", *(line for edit in self.edits for line in edit.entry())] if self.edits else []
+        lines += ["requires:", *(f"  {r.key}: [{', '.join(r.names)}]" for r in self.requires)] if self.requires else []
         lines += ["extra-sources:", *(f"  {s.name}: {s.entry()}" for s in self.sources)] if self.sources else []
         if self.env or self.first:
             lines += ["steps:", *(self.first.entry() if self.first else []), "  - wheel: {}"]

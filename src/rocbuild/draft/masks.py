@@ -468,6 +468,32 @@ def rounding_intrinsics(texts: Mapping[str, str]) -> list[SourceEdit]:
     return found
 
 
+# nvcc's idiom for functions both sides call: `#ifdef __CUDA_ARCH__` / `#define HD __host__ __device__` / `#else` /
+# `#define HD`. nvcc defines __CUDA_ARCH__ in its device pass only, where they become device functions; clang compiles
+# a HIP source's host and device sides with the same declarations and never defines __CUDA_ARCH__ (hipify leaves it),
+# so they stay host-only, and a kernel calling one is refused (fast-rnnt's LogAdd: "call to __host__ function from
+# __global__ function"). Tested with __HIPCC__ too (defined on both of clang's HIP sides, never by g++), they are
+# host-and-device where HIP is compiled, and a plain C++ source that includes the header reads what it read before.
+DEVICE_ARCH_GUARD = re.compile(r"^[ \t]*#[ \t]*(?:ifdef[ \t]+__CUDA_ARCH__|if[ \t]+defined[ \t]*\(?[ \t]*__CUDA_ARCH__[ \t]*\)?)"
+                               r"[ \t]*(?://[^\n]*)?\n"
+                               r"(?=[ \t]*#[ \t]*define[ \t]+(?P<macro>\w+)[ \t][^\n]*\b__(?:host|device)__\b)",
+                               re.MULTILINE)
+HIP_SIDES_GUARD = "#if defined(__CUDA_ARCH__) || defined(__HIPCC__)  // rocbuild: clang's HIP host side calls them too\n"
+
+
+def device_arch_guards(texts: Mapping[str, str]) -> list[tuple[SourceEdit, str]]:
+    """Each file's `#ifdef __CUDA_ARCH__` that alone makes a macro __host__ __device__, as one regex edit per file
+    (every such guard in it), with the macro its first guard defines."""
+    found: list[tuple[SourceEdit, str]] = []
+    for rel, text in texts.items():
+        first = DEVICE_ARCH_GUARD.search(text)
+        if first:
+            edit = SourceEdit(rel, line_of(text, first.start()), line_at(text, first.start()),
+                              "(?m)" + DEVICE_ARCH_GUARD.pattern, HIP_SIDES_GUARD, True)
+            found.append((edit, first.group("macro")))
+    return found
+
+
 # CUDA's <cooperative_groups/reduce.h> (cg::reduce and its operators): HIP's cooperative groups have the tiles and
 # their shfl_xor, not the header. A tile's size is a power of two, so a butterfly over shfl_xor leaves every lane
 # the reduction, as cg::reduce does. In place of the include, for HIP only.

@@ -125,7 +125,39 @@ def read_torch(tree: Path) -> TorchReading | None:
     reading.notes += _untested_lists(facts) + _traps(facts, reading) + _downloads(facts, reading.variables)
     reading.notes += missing_submodules(tree, facts) + _cuda_flags(facts, aware=bool(reading.rocm_aware))
     reading.hip_flags = _hip_flags(facts, aware=bool(reading.rocm_aware))
+    gone = _unpacked_dirs(tree, files[0]) if jit and reading.built_at and files[0].name == "setup.py" else []
+    if gone and not _device_sources_beside(tree, jit or ""):
+        # monai 1.6.1: setup.py globs monai/csrc, which its sdist leaves out; gmm, its one kernel, is load()'s
+        reading.notes.append(f"setup.py compiles what {', '.join(gone)} holds, which the sdist lacks: its only device "
+                             f"sources are those {jit} compiles at run time")
+        reading.built_at, reading.kernels = None, []
     return reading
+
+
+def _unpacked_dirs(tree: Path, setup: Path) -> list[str]:
+    """The folders setup.py joins from string parts (`os.path.join(this_dir, "monai", "csrc")`) that the tree lacks."""
+    import ast
+
+    try:
+        calls = [n for n in ast.walk(ast.parse(setup.read_text(errors="replace"))) if isinstance(n, ast.Call)]
+    except SyntaxError:
+        return []
+    found = []
+    for call in calls:
+        parts = [a.value for a in call.args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not (isinstance(call.func, ast.Attribute) and ast.unparse(call.func) == "os.path.join"
+                and parts and len(parts) == len(call.args) - 1 and not any(set(p) & set("*?[") for p in parts)):
+            continue
+        rel = "/".join(parts)
+        if not (tree / rel).exists() and rel not in found:
+            found.append(rel)
+    return found
+
+
+def _device_sources_beside(tree: Path, jit: str) -> bool:
+    """Whether the tree holds CUDA sources outside the folder of the module that compiles at run time."""
+    folder = jit.rsplit(":", 1)[0].rsplit("/", 1)[0]
+    return any(not f"{p.relative_to(tree)}".startswith(f"{folder}/") for p in tree.rglob("*.cu"))
 
 
 # `set(HIP_SUPPORTED_ARCHS "gfx906;gfx90a;...")`, as vLLM's CMakeLists.txt keeps its targets: an arch asked for
@@ -169,7 +201,9 @@ def _jit(tree: Path, facts: list[PyFacts]) -> tuple[str | None, list[str]]:
     hit = _first(facts, lambda n: n.endswith(("cpp_extension.load", "cpp_extension.load_inline")))
     if hit:
         return hit[1], []
-    pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\(")
+    # also imported by name (monai's `optional_import("torch.utils.cpp_extension", name="load")`)
+    pattern = re.compile(r"cpp_extension\s+import\s+[^\n]*\bload(?:_inline)?\b|cpp_extension\.load(?:_inline)?\s*\("
+                         r"""|["']torch\.utils\.cpp_extension["']\s*,\s*name\s*=\s*["']load(?:_inline)?["']""")
     for path in package_modules(tree):
         text = path.read_text(errors="replace")
         match = pattern.search(text)

@@ -49,6 +49,7 @@ from rocbuild.draft.masks import (
     cuda_std_names,
     cudart_cb,
     cusolver_status_names,
+    device_arch_guards,
     device_traps,
     find_masks,
     half_macros,
@@ -81,6 +82,7 @@ from rocbuild.draft.torch_reading import (
 )
 from rocbuild.draft.void_arith import byte_arithmetic
 from rocbuild.roots.packages import SYSTEM_HEADERS
+from rocbuild.torchkit.cmake import LOADHIP_CMAKE_PACKAGES
 
 # What the device-code check finds in a build that came out without device code: a trap that explains such a
 # build (a force variable, a GPU probe, an nvcc probe) is seen in any of them.
@@ -707,6 +709,21 @@ def rounding_calls(files: BuildFiles) -> Evidence | None:
     """A call of one of CUDA's directed-rounding additions, subtractions, multiplications or fmas (__fadd_ru, __dmul_rz,
     __fmaf_rd), in any C++/CUDA/HIP source of the tree."""
     return _in_sources(rounding_intrinsics(files.sources))
+
+
+def host_only_functions(files: BuildFiles) -> Evidence | None:
+    """A `#ifdef __CUDA_ARCH__` that alone makes a macro __host__ __device__, in any C++/CUDA/HIP source of the tree."""
+    return _in_sources([edit for edit, _ in device_arch_guards(files.sources)])
+
+
+def host_only_place(files: BuildFiles, match: re.Match[str]) -> Evidence | None:
+    """The guards behind the function a note names as host-only: in the file that declares it, or where a macro that
+    file uses is defined."""
+    guards = device_arch_guards(files.sources)
+    name = match.group("file").rsplit("/", 1)[-1]
+    declaring = [text for rel, text in files.sources.items() if rel.rsplit("/", 1)[-1] == name]
+    return _in_sources([edit for edit, macro in guards if edit.file.rsplit("/", 1)[-1] == name
+                        or any(re.search(rf"\b{macro}\b", text) for text in declaring)])
 
 
 def cg_reduce(files: BuildFiles) -> Evidence | None:
@@ -1644,7 +1661,8 @@ def _rocm_for_load_hip(files: Evidence | None, _failure: Evidence | None) -> Fix
     return Edits((), "tell torch's LoadHIP.cmake where ROCm is (and, on a distro layout, its clang and device "
                      "libraries)",
                  env=(SetEnv("ROCM_PATH", "${{ rocm.path }}"), SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}", distro),
-                      SetEnv("HIP_DEVICE_LIB_PATH", "${{ rocm.device_lib_dir }}", distro)))
+                      SetEnv("HIP_DEVICE_LIB_PATH", "${{ rocm.device_lib_dir }}", distro)),
+                 requires=(Require("cmake-packages", LOADHIP_CMAKE_PACKAGES),))
 
 
 def _hip_found_or_torchs(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1759,10 +1777,13 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # A value made by a call (torch-baidu-ctc's `"arch=compute_{},code=sm_{}".format(a, b)`) goes with its call;
     # a flag made by concatenation (`"-ccbin=" + CC`) with what it is concatenated with.
     tail = r"""(?:\s*\.\s*format\s*\([^()]*\)|\s*%\s*(?:\([^()]*\)|[A-Za-z_]\w*))?"""
-    concat = r"""(?:\s*\+\s*(?:[A-Za-z_][\w.]*|["'][^"']*["']))*"""
-    value = (r"""(?:\s*,\s*["'][^"']*["'])?""" if files.value in PASSED_ON else
-             rf"""(?:\s*,\s*(?:["'][^-"'][^"']*["']{tail}|[A-Za-z_]\w*(?=\s*[\]),])))?""" if files.value in VALUE_OPTIONS
-             else "")
+    # A string closes on the quote it opened with: transformer-engine's `"--compiler-options", "'-fPIC'"` holds the
+    # other one (taken for its end, `-fPIC'"` was left in the list: a SyntaxError at metadata).
+    string = r"""(?:"[^"\n]*"|'[^'\n]*')"""
+    concat = rf"""(?:\s*\+\s*(?:[A-Za-z_][\w.]*|{string}))*"""
+    value = (rf"""(?:\s*,\s*{string})?""" if files.value in PASSED_ON else
+             rf"""(?:\s*,\s*(?:(?:"[^-"\n][^"\n]*"|'[^-'\n][^'\n]*'){tail}|[A-Za-z_]\w*(?=\s*[\]),])))?"""
+             if files.value in VALUE_OPTIONS else "")
     item = rf"""{COMPARED}{quote}{flag}["']{TESTED}{concat}{tail}"""
     # apex's setup.py and its copies append a flag and its value one statement each
     # (`cc_flag.append("-gencode")`, then `cc_flag.append("arch=compute_80,code=sm_80")`): both statements
@@ -1937,6 +1958,16 @@ TRAPS: tuple[Trap, ...] = (
          _source_edits("call the device library's directed-rounding functions", "${{ rocm.version >= '6.4' }}"),
          log=(r"use of undeclared identifier '(?P<value>__(?:[fd](?:add|sub|mul|div|sqrt|rcp)|fmaf?)_r[duz])'",),
          files=rounding_calls, fixes="replace edits", names="intrinsic"),
+    Trap("device-arch-hostdev-guard", "functions made __host__ __device__ only where __CUDA_ARCH__ is defined",
+         "nvcc defines __CUDA_ARCH__ in its device pass only, so `#ifdef __CUDA_ARCH__` / `#define HD __host__ "
+         "__device__` / `#else` / `#define HD` gives the device pass device functions; clang compiles a HIP source's "
+         "host and device sides with the same declarations and never defines __CUDA_ARCH__ (hipify leaves it), so the "
+         "functions stay host-only and a kernel calling one is refused. The guard also tests __HIPCC__, which both "
+         "of clang's HIP sides define and g++ never does (fast-rnnt's LogAdd)",
+         _source_edits("make the functions host-and-device where clang compiles HIP"),
+         log=(r"(?P<file>[^\s:]+\.(?:h|hh|hpp|hxx|cuh|cu|hip|inl|cpp|cc)):\d+:\d+: note: candidate function (?:template )?"
+              r"not viable: call to __host__ function from __(?:global|device)__ function",),
+         files=host_only_functions, locate=host_only_place, fixes="replace edits", placed=True),
     Trap("hip-form-differs", "a CUDA call HIP declares in another form",
          "hipify renames a call but keeps its arguments, and a few of HIP's differ: bf16 has "
          "__float22bfloat162_rn(float2) for CUDA's __floats2bfloat162_rn(a, b), __float2bfloat16 for its "
@@ -2293,9 +2324,11 @@ TRAPS: tuple[Trap, ...] = (
          "a ROCm torch's find_package(Torch) runs its LoadHIP.cmake, which takes ROCm from ROCM_PATH or /opt/rocm; "
          "elsewhere (a distro's ROCm under /usr) it says `Building without ROCm support`, HIP_FOUND stays false, and "
          "the project takes its CUDA path or stops (vLLM's `Can't find CUDA or HIP installation`). ROCM_PATH is set; "
-         "on a distro layout clang's folder and the device libraries too, which ROCM_PATH=/usr would hide from clang",
+         "on a distro layout clang's folder and the device libraries too, which ROCM_PATH=/usr would hide from clang; "
+         "and the ROCm packages LoadHIP.cmake finds REQUIRED are listed, which CMake would otherwise name one per "
+         "try, stopping at each (fast-rnnt spent five tries on rocBLAS, MIOpen, hipFFT and rocSOLVER)",
          _rocm_for_load_hip, log=(r"ROCM_PATH environment variable is not set and /opt/rocm does not exist",),
-         files=torch_cmake, fixes="env values"),
+         files=torch_cmake, fixes="env values and build requirements"),
     Trap("hip-found-renamed", "HIP_FOUND, which torch's CMake no longer sets",
          "torch's LoadHIP.cmake, reworked in 2025 to find ROCm's packages by CMAKE_PREFIX_PATH, says a ROCm torch by "
          "PYTORCH_FOUND_HIP; HIP_FOUND was set by the FindHIP module it used before. A CMakeLists.txt of that time "

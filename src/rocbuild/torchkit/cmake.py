@@ -35,6 +35,10 @@ CONFIGURED = (
 # CMake-driven extension's recipe lists them, and --install-missing brings them into the root.
 # libhipsolver-fortran1: Debian's hipsolver CMake package names its Fortran library, which that package holds.
 LOADHIP_PACKAGES = ("librocblas-dev", "libmiopen-dev", "libhipfft-dev", "librocsolver-dev", "libhipsolver-fortran1")
+# The same, as a recipe's requires.cmake-packages names them (torch-cmake-rocm-path's fix lists them: each would
+# otherwise cost a try, CMake stopping at the first it misses). The Fortran library is left to rocm-library-missing:
+# only Debian ships it apart, and a requirement of it would refuse AMD's ROCm.
+LOADHIP_CMAKE_PACKAGES = ("rocblas", "miopen", "hipfft", "rocsolver")
 COPIED = ("Torch/TorchConfigVersion.cmake", "Caffe2/public")
 HEADER = "# Written by rocbuild for a build-only ROCm torch, as a ROCm wheel of this release configures it.\n"
 
