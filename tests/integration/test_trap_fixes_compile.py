@@ -3,8 +3,10 @@ HIP where CUDA's cooperative_groups/reduce.h was included (cg-reduce-missing), w
 gfx1030; and CUDA's directed-rounding intrinsics turned into the device library's calls (rounding-intrinsics-hidden),
 with the ROCm 7.2 root's hipcc for gfx1100 (Debian 12's device library has none of them); and half2's max and min
 written for HIP (hip-form-differs), which ROCm 7.2's fp16 header lacks; and arithmetic on a void* counted on a char
-pointer (void-pointer-arithmetic), with this machine's hipcc, which counts as g++'s GNU extension did. A function
-the device library lacks fails the device link `hipcc -c` runs."""
+pointer (void-pointer-arithmetic), with this machine's hipcc, which counts as g++'s GNU extension did; and functions
+made host-and-device for clang's HIP sides too (device-arch-hostdev-guard), with this machine's hipcc and g++. A
+function the device library lacks fails the device link `hipcc -c` runs. The CUDA binaries stale-cuda-binaries
+removes are real ELF files, made by gcc against a libcudart.so.12 of its own."""
 
 from __future__ import annotations
 
@@ -13,12 +15,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rocbuild.draft.masks import rounding_intrinsics
 from rocbuild.draft.traps import BuildFiles, in_build_files, in_log
+from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.engine.patch import apply_replace
 from rocbuild.plan.model import ReplacePatch
 from tests.integration.test_build_roots import rocbuild, root  # noqa: F401  (the session's ROCm 7.2 root)
+from tests.unit.test_draft_tree import tree
+from tests.unit.test_traps import _only_hit, _seen
 
 REDUCE = """\
 #include <hip/hip_runtime.h>
@@ -212,3 +218,31 @@ def test_functions_made_host_and_device_under_cuda_arch_alone_compile_for_hip_an
     subprocess.run(["g++", "cpu.cpp", "-o", "cpu"], cwd=tmp_path, check=True)
     subprocess.run(["./cpu"], cwd=tmp_path, check=True)
     assert not [h for h in in_build_files(BuildFiles.read(tmp_path)) if h.trap.id == "device-arch-hostdev-guard"]
+
+
+def test_cuda_binaries_packed_beside_a_run_time_build_are_removed(tmp_path):
+    # sevenn 0.13.0's sdist packs sevenn/pair_d3.so, which its load() had compiled on a CUDA machine (NEEDED
+    # libcudart.so.12): the wheel carried it, and the device-code check refused it as a CUDA build
+    loader = "from torch.utils.cpp_extension import load\n\ndef build():\n    return load(name='d3', sources=['d3.cu'])\n"
+    t = tree(tmp_path / "src", {"setup.py": "from setuptools import setup\nsetup(name='s')\n", "s/__init__.py": "",
+                                "s/calc.py": loader, "s/d3/d3.cu": "__global__ void k() {}\n", "s/notes.so.txt": "x"})
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "stub.c").write_text("int cudaMalloc(void) { return 0; }\n")
+    (libs / "d3.c").write_text("int cudaMalloc(void);\nint d3(void) { return cudaMalloc(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so.12", "stub.c", "-o", "libcudart.so.12"],
+                   cwd=libs, check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "d3.c", "-L.", "-l:libcudart.so.12", "-o", t / "s/d3.so"], cwd=libs,
+                   check=True)
+    hit = _only_hit(t, "stale-cuda-binaries")
+    assert hit.evidence.where == "s/d3.so" and "libcudart.so.12" in hit.evidence.text
+    patches = yaml.safe_load(draft_recipe("s", "s==1.0", "0" * 64, read_tree(t), ["gfx1100"]))["patches"]
+    assert [p["remove"] for p in patches if "remove" in p] == ["s/d3.so"]
+    (t / "s/d3.so").unlink()  # as that patch does
+    # a library of its own, or one a package that never compiles at run time loads (prebuilt-cuda-binary's), stays
+    subprocess.run(["gcc", "-shared", "-fPIC", "stub.c", "-o", t / "s/mine.so"], cwd=libs, check=True)
+    assert "stale-cuda-binaries" not in _seen(t)
+    subprocess.run(["gcc", "-shared", "-fPIC", "d3.c", "-L.", "-l:libcudart.so.12", "-o", t / "s/d3.so"], cwd=libs,
+                   check=True)
+    (t / "s/calc.py").write_text("import ctypes\nlib = ctypes.CDLL('d3.so')\n")
+    assert "stale-cuda-binaries" not in _seen(t)

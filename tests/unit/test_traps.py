@@ -2320,3 +2320,4 @@ def test_a_setup_py_that_globs_a_folder_the_sdist_lacks_leaves_the_kernels_to_ru
     # the folder packed, its kernels are built at install, whatever load() does later
     t = tree(tmp_path / "packed", {**files, "m/csrc/k.cu": "__global__ void k() {}\n"})
     assert read_torch(t).built_at == "setup.py:2"  # type: ignore[union-attr]
+

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocbuild.cudalibs import CUDA_LIB, needed
 from rocbuild.draft.cmake_port import HIPIFY, cmake_files, port
 from rocbuild.draft.fixes import (
     BuildOption,
@@ -709,6 +710,32 @@ def rounding_calls(files: BuildFiles) -> Evidence | None:
     """A call of one of CUDA's directed-rounding additions, subtractions, multiplications or fmas (__fadd_ru, __dmul_rz,
     __fmaf_rd), in any C++/CUDA/HIP source of the tree."""
     return _in_sources(rounding_intrinsics(files.sources))
+
+
+def prebuilt_cuda(files: BuildFiles) -> Evidence | None:
+    """Shared objects packed in the tree that link CUDA's libraries (libcudart, libc10_cuda, libtorch_cuda), where
+    the package compiles its kernels at run time (cpp_extension's load: prebuilt-cuda-binary is the other case)."""
+    if files.torch is None or files.torch.jit is None:
+        return None
+    found: list[tuple[str, list[str]]] = []
+    for path in sorted(files.tree.rglob("*.so*"))[:200]:
+        rel = path.relative_to(files.tree)
+        if set(rel.parts) & SKIP_DIRS or not path.is_file() or not re.search(r"\.so(?:\.[\d.]+)?$", path.name):
+            continue
+        cuda = [name for name in needed(path) if CUDA_LIB.match(name)]
+        if cuda:
+            found.append((rel.as_posix(), cuda))
+    if not found:
+        return None
+    first, links = found[0]
+    return Evidence(first, f"{first} links {', '.join(links)}", ";".join(rel for rel, _ in found))
+
+
+def _remove_prebuilt(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
+    if files is None or not files.value:
+        return None
+    names = files.value.split(";")
+    return Edits(tuple(RemoveFile(name) for name in names), f"remove the CUDA binaries the sdist packs ({', '.join(names)})")
 
 
 def host_only_functions(files: BuildFiles) -> Evidence | None:
@@ -2471,6 +2498,12 @@ TRAPS: tuple[Trap, ...] = (
          "folders from #include_next", lambda _f, _e: SetEnv("ROCM_HOME", "${{ torch.rocm_home or rocm.path }}"),
          log=(r"fatal error: '?(?:stdlib|math)\.h'?:? (?:file not found|No such file or directory)",),
          draft=False, fixes="an env value"),
+    Trap("stale-cuda-binaries", "CUDA binaries packed in an sdist that compiles its kernels at run time",
+         "an sdist can carry shared objects built on its maintainer's CUDA machine (sevenn 0.13.0 packs the pair_d3.so "
+         "its load() compiled there, linking libcudart.so.12 and libc10_cuda.so); the wheel would ship them, and the "
+         "device-code check refuses a wheel that links CUDA. They are removed before the build: the package's load() "
+         "builds them again on the user's machine, for ROCm",
+         _remove_prebuilt, findings=("links_cuda",), files=prebuilt_cuda, fixes="remove patches"),
     Trap("cuda-torch-in-build", "built against a CUDA torch",
          "with build isolation on, pip brings PyPI's CUDA torch for the build, and the module links libc10_cuda.so",
          lambda files, _f: RocmTorch() if files else None, findings=("links_cuda",), files=torch_extension,

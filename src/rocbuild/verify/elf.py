@@ -16,6 +16,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
+from rocbuild.cudalibs import CUDA_LIB
 from rocbuild.verify.bundles import Bundle, TargetId, find_bundles
 from rocbuild.verify.codeobj import EM_AMDGPU, CodeObject, find_code_objects, parse_code_object
 from rocbuild.verify.finding import Finding
@@ -23,15 +24,6 @@ from rocbuild.verify.finding import Finding
 ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTION = re.compile(r"^\.hip_fatbin")
 
-# Libraries only a CUDA build links. Finding one means the extension was built
-# against CUDA (for torch extensions: a CUDA torch in pip's build isolation).
-CUDA_LIB = re.compile(
-    r"^lib(?:cuda|cudart|c10_cuda|torch_cuda(?:_cpp|_cu|_linalg)?|cublas(?:Lt)?|cufft\w*|curand|cusparse(?:Lt)?"
-    r"|cusolver\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt|nvJitLink|cupti|nvidia-ml|cufile\w*)(?:-[0-9a-f]{8})?\.so"
-    # and their Windows DLLs (cudart64_12.dll, cublas64_12.dll, nvrtc64_120_0.dll)
-    r"|^(?:cudart|cublas(?:Lt)?|cufft\w*|curand|cusparse|cusolver\w*|cudnn\w*|nvrtc\w*|nvToolsExt|nvJitLink)64_\w+\.dll$",
-    re.IGNORECASE,
-)
 ROCM_LIB = re.compile(
     r"^lib(?:amdhip64|hiprtc[\w-]*|hsa-runtime64|amd_comgr|hsakmt|rocblas|hipblas|hipblaslt|rocrand|hiprand|rccl"
     r"|MIOpen|rocsparse|hipsparse(?:lt)?|rocsolver|hipsolver|rocfft|hipfft|roctx64|roctracer64|rocm_smi64"
