@@ -1874,6 +1874,16 @@ def test_cuda_home_used_as_a_path_takes_rocms_home_where_it_is_none(tmp_path):
     assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:3"
     _drafted(t)
     assert f"print(CUDA_HOME)\ncheck_cuda_torch_binary_vs_bare_metal({home})\n" in (t / "setup.py").read_text()
+    # stable-fast 1.0.5: `assert CUDA_HOME is not None, "Cannot find CUDA installation. ..."` stopped metadata
+    asserted = ("import os\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+                "if os.getenv('WITH_CUDA', '1') != '0':\n"
+                "    assert CUDA_HOME is not None, 'Cannot find CUDA installation.'\nCUDAExtension('s', ['k.cu'])\n")
+    t = tree(tmp_path / "assert", {"setup.py": asserted, "k.cu": "__global__ void k() {}\n"})
+    assert _only_hit(t, "cuda-home-as-path").evidence.where == "setup.py:4"
+    _drafted(t)
+    assert f"    assert {home} is not None, 'Cannot find" in (t / "setup.py").read_text()
+    line = "AssertionError: Cannot find CUDA installation. If you want to compile without CUDA, set `WITH_CUDA=0`."
+    assert [h.trap.id for h in in_log([(3, line)], None)] == ["cuda-home-as-path"]
 
 
 def test_a_cuda_home_test_that_alone_decides_is_made_to_pass_and_an_arch_list_demand_is_met(tmp_path):

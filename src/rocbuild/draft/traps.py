@@ -353,7 +353,9 @@ def cuda_toolkit_tests(files: BuildFiles) -> Evidence | None:
     def has(test: str, line: str) -> bool:  # as the fix's edit finds it (not inside a longer name)
         return re.search(_qualified(test), line) is not None
 
-    code = [(n, line) for n, line in enumerate(files.setup, 1) if not line.lstrip().startswith("#")]
+    # (an `assert CUDA_HOME is not None` decides nothing, it stops the build: cuda-home-as-path's)
+    code = [(n, line) for n, line in enumerate(files.setup, 1) if not line.lstrip().startswith("#")
+            and not CUDA_HOME_ASSERTED.match(line)]
     probe = gpu_probe(files)
     taken = set(probe.value.split("|")) if probe and probe.value else set()
     tests = [t for t in TOOLKIT_TESTS if t not in taken and any(has(t, line) for _, line in code)]
@@ -1129,6 +1131,8 @@ def cuda_std(files: BuildFiles) -> Evidence | None:
 # CUDA's home handed to a path join in setup.py (evnn-pytorch's `include_dirs=[..., os.path.join(CUDA_HOME,
 # 'include')]`), or kept in a variable that is then tested (orionvis' `cuda_home = CUDA_HOME`, then `if not
 # cuda_home: raise`): None on a ROCm torch, where ROCm's home stands for it.
+CUDA_HOME_ASSERTED = re.compile(r"(?P<call>^[ \t]*assert[ \t]+)(?P<home>(?:\w+\.)*CUDA_HOME)(?=[ \t]+is[ \t]+not[ \t]+None\b)",
+                                re.MULTILINE)
 CUDA_HOME_USED = (re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*,)"),
                   # `cuda_home = CUDA_HOME`, or curegot's environ["CUDA_HOME"] = CUDA_HOME (None: a TypeError)
                   re.compile(r"(?P<call>^[ \t]*(?:[a-z_]\w*|os\.environ\[[^\]\n]+\])[ \t]*=[ \t]*)"
@@ -1136,12 +1140,15 @@ CUDA_HOME_USED = (re.compile(r"(?P<call>\b(?:os\.path|osp|path)\.join\(\s*)(?P<h
                   # handed to a function of its own (apex's check_cuda_torch_binary_vs_bare_metal(CUDA_HOME), whose
                   # `cuda_dir + "/bin"` raises TypeError), or to os.path.exists; not to print() or str()
                   re.compile(r"(?P<call>(?<![\w.])(?!(?:print|str|repr|bool|type|isinstance|len|id)\()"
-                             r"(?:\w+\.)*\w+\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*\))"))
+                             r"(?:\w+\.)*\w+\(\s*)(?P<home>(?:\w+\.)*CUDA_HOME)(?=\s*\))"),
+                  # asserted (stable-fast's `assert CUDA_HOME is not None, "Cannot find CUDA installation..."`)
+                  CUDA_HOME_ASSERTED)
 ROCM_HOME_TOO = r'\g<call>(\g<home> or __import__("os").environ.get("ROCM_HOME", "/opt/rocm"))'
 
 
 def cuda_home_used(files: BuildFiles) -> Evidence | None:
-    """setup.py of a torch extension with no ROCm path joins CUDA_HOME into a path, or keeps it in a variable."""
+    """setup.py of a torch extension with no ROCm path joins CUDA_HOME into a path, keeps it in a variable, or
+    asserts it."""
     if files.torch is None or files.torch.rocm_aware:
         return None
     found = [SourceEdit("setup.py", n, line.strip(), form.pattern, ROCM_HOME_TOO, True)
@@ -2056,10 +2063,11 @@ TRAPS: tuple[Trap, ...] = (
          log=(r"fatal error: 'cuda/std/(?P<value>[\w/]+)' file not found",), files=cuda_std, fixes="replace edits"),
     Trap("cuda-home-as-path", "CUDA_HOME used as a path by setup.py",
          "torch's CUDA_HOME is None on a ROCm torch (ROCm's home is ROCM_HOME): `os.path.join(CUDA_HOME, 'include')` "
-         "raises TypeError before anything is built, and `cuda_home = CUDA_HOME` then `if not cuda_home:` takes the "
-         "CPU path; ROCm's home stands in where CUDA's is None",
+         "raises TypeError before anything is built, `assert CUDA_HOME is not None` stops it, and `cuda_home = "
+         "CUDA_HOME` then `if not cuda_home:` takes the CPU path; ROCm's home stands in where CUDA's is None",
          _source_edits("take ROCm's home where CUDA_HOME is None"),
-         log=(r"TypeError: expected str, bytes or os\.PathLike object, not NoneType",), findings=CPU_ONLY,
+         log=(r"TypeError: expected str, bytes or os\.PathLike object, not NoneType",
+              r"AssertionError: Cannot find CUDA installation"), findings=CPU_ONLY,
          files=cuda_home_used, fixes="replace edits"),
     Trap("cusolver-status-names", "cuSOLVER's status names, which hipify leaves",
          "torch's hipify maps cuSOLVER's handles and calls to hipSOLVER's (cusolverDnCreate to hipsolverDnCreate) "
