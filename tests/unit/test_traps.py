@@ -2331,3 +2331,23 @@ def test_a_setup_py_that_globs_a_folder_the_sdist_lacks_leaves_the_kernels_to_ru
     t = tree(tmp_path / "packed", {**files, "m/csrc/k.cu": "__global__ void k() {}\n"})
     assert read_torch(t).built_at == "setup.py:2"  # type: ignore[union-attr]
 
+
+
+def test_a_header_of_the_packages_own_folder_never_packed_is_named_and_not_taken_for_rocms(tmp_path):
+    # pipablepytorch3d 0.7.6 packs pytorch3d/csrc/pulsar/ with its sources and no header: `fatal error:
+    # pulsar/global.h: No such file or directory` had been named rocm-package-missing, with no fix
+    t = tree(tmp_path / "src", {"setup.py": "from torch.utils.cpp_extension import CUDAExtension\n",
+                                "p/csrc/ext.cpp": '#include "pulsar/global.h"\n', "p/csrc/pulsar/warnings.cpp": ""})
+    line = "/w/src/p/csrc/ext.cpp:10:10: fatal error: pulsar/global.h: No such file or directory"
+    ids = [h.trap.id for h in in_log([(4, line)], BuildFiles.read(t))]
+    assert ids == ["sdist-header-missing"]
+    (hit,) = [h for h in in_log([(4, line)], BuildFiles.read(t))]
+    assert hit.files is not None and hit.files.where == "p/csrc/pulsar" and hit.fix is None
+    # packed after all, or a folder the tree does not have: not this trap's
+    (t / "p/csrc/pulsar/global.h").write_text("")
+    assert not in_log([(4, line)], BuildFiles.read(t))
+    other = "/w/k.cu:1:10: fatal error: cutlass/cutlass.h: No such file or directory"
+    assert "sdist-header-missing" not in [h.trap.id for h in in_log([(4, other)], BuildFiles.read(t))]
+    # a ROCm library's header is still rocm-package-missing's
+    rocm = "/w/k.cu:1:10: fatal error: hipblaslt/hipblaslt.h: No such file or directory"
+    assert [h.trap.id for h in in_log([(4, rocm)], BuildFiles.read(t))] == ["rocm-package-missing"]

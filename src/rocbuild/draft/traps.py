@@ -714,6 +714,20 @@ def rounding_calls(files: BuildFiles) -> Evidence | None:
     return _in_sources(rounding_intrinsics(files.sources))
 
 
+def header_not_packed(files: BuildFiles, match: re.Match[str]) -> Evidence | None:
+    """The folder of the tree a missing header's path names (pulsar/ for "pulsar/global.h"), where that header is
+    not: a folder of the package's own, packed without it."""
+    header = match.group("value")
+    folder = header.rsplit("/", 1)[0]
+    found = sorted(p for p in files.tree.rglob(folder.rsplit("/", 1)[-1]) if p.is_dir()
+                   and p.relative_to(files.tree).as_posix().endswith(folder) and not (p.parent / header).exists()
+                   and not set(p.relative_to(files.tree).parts) & SKIP_DIRS)
+    if not found or any(files.tree.rglob(header.rsplit("/", 1)[-1])):
+        return None
+    rel = found[0].relative_to(files.tree).as_posix()
+    return Evidence(rel, f"{rel}/ holds no {header.rsplit('/', 1)[-1]}", header)
+
+
 def prebuilt_cuda(files: BuildFiles) -> Evidence | None:
     """Shared objects packed in the tree that link CUDA's libraries (libcudart, libc10_cuda, libtorch_cuda), where
     the package compiles its kernels at run time (cpp_extension's load: prebuilt-cuda-binary is the other case)."""
@@ -2475,6 +2489,13 @@ TRAPS: tuple[Trap, ...] = (
                                    r"fatal error: '?(?P<value>(?:\.\.?/)+[\w.-]+(?:/[\w.-]+)*\.(?:h|hpp|cuh))'?:? "
                                    r"(?:file not found|No such file)"),
          draft=False, fixes="by hand", names="file"),
+    Trap("sdist-header-missing", "the sdist lacks headers of the package's own",
+         "a MANIFEST.in that packs sources but not headers leaves folders of the package's own without them "
+         "(pipablepytorch3d 0.7.6 packs pytorch3d/csrc/pulsar/ with its .cpp and .cu files and not one .h): no edit "
+         "brings them: build from the project's git tag instead (`source: git:` with its `ref:`)",
+         lambda _f, _e: None,
+         log=(r"fatal error: '?(?P<value>[\w.-]+(?:/[\w.-]+)+\.(?:h|hpp|hh|cuh|inl))'?:? (?:file not found|No such file)",),
+         locate=header_not_packed, draft=False, fixes="by hand", names="file", placed=True),
     Trap("system-library-header", "a system library's header the build includes is not installed",
          "a package that links a system library (OpenBLAS for cblas.h, libpng, zlib) needs its -dev package, which no "
          "pip requirement brings: requires.headers names it, and --install-missing (or `rocbuild root install`) "
@@ -2485,8 +2506,9 @@ TRAPS: tuple[Trap, ...] = (
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
          "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
+                             # a ROCm library's header (hipblas/, rocprim/), not one of the package's own folders
                              r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r"|TH[CH]/[\w.]+)\b)"
-                             r"(?P<value>[\w]+/[\w./]+\.h(?:pp)?)'?:? "
+                             r"(?P<value>(?:" + ROCM_HEADER.pattern.lstrip("^") + r")[\w./]*\.h(?:pp)?)'?:? "
                              r"(?:file not found|No such file)"),
          draft=False, fixes="a build requirement"),
     Trap("rocm-library-missing", "a library a ROCm CMake package names is not installed",
