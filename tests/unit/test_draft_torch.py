@@ -142,6 +142,19 @@ def test_run_time_compilation_is_said_and_an_ops_switch_is_set(tmp_path):
     assert "op_builder/builder.py:6 set PYTORCH_ROCM_ARCH itself" in text
 
 
+def test_a_precompiled_ops_switch_builds_the_ops_at_install(tmp_path):
+    # arctic-inference 0.3.0: its CUDA ops are a CMake project built only under ARCTIC_INFERENCE_PRECOMPILED_OPS;
+    # without it the op builder compiles them at run time, and the wheel came out with no device code
+    setup = ("import os, subprocess\next_modules = []\n"
+             "if os.environ.get('ARCTIC_INFERENCE_PRECOMPILED_OPS', '').lower() in ('1', 'true', 'on'):\n"
+             "    ext_modules.append(CMakeExtension('a.custom_ops', 'csrc/custom_ops'))\n"
+             "def build(ext):\n    subprocess.run(['cmake', ext.sourcedir], check=True)\n")
+    t = tree(tmp_path, {"setup.py": setup, "a/__init__.py": "", "a/builder.py": "from torch.utils.cpp_extension import load\n",
+                        "csrc/custom_ops/CMakeLists.txt": "project(c CXX CUDA)\nfind_package(Torch)\n"})
+    text = draft_recipe("a", "a==1.0", "0" * 64, read_tree(t))
+    assert yaml.safe_load(text)["steps"][-1]["env"]["ARCTIC_INFERENCE_PRECOMPILED_OPS"] == "1"
+
+
 def test_without_an_ops_switch_nothing_is_compiled_at_install_time(tmp_path):
     t = tree(tmp_path, {"setup.py": "from setuptools import setup\nimport torch.utils.cpp_extension\nsetup()\n",
                         "pkg/__init__.py": "", "pkg/k.py": "from torch.utils import cpp_extension\n\n"

@@ -28,7 +28,10 @@ FORCE = re.compile(r"FORCE_(?:BUILD|CUDA|GPU|HIP|ROCM)(?:_EXT(?:ENSIONS?)?|_BUIL
                    r"|^[A-Z][A-Z0-9]*_EXT$"
                    r"|^BUILD_\w*EXT$|(?:^|_)BUILD_\w*(?:CUDA|GPU)$"
                    # torchani's TORCHANI_BUILD_EXT: set, it builds its CUDA extensions; unset, none
-                   r"|_BUILD_EXT(?:ENSIONS?)?$")
+                   r"|_BUILD_EXT(?:ENSIONS?)?$"
+                   # arctic-inference's ARCTIC_INFERENCE_PRECOMPILED_OPS: set, it builds its CUDA ops at install;
+                   # unset, its op builder compiles them at run time
+                   r"|_PRECOMPILED_OPS$")
 # A package's own CUDA switch whose default is "auto" (beamgrad's BEAMGRAD_CUDA): set, the GPU build is asked for.
 AUTO_CUDA = re.compile(r"(?:^|_)CUDA$")
 SKIP = re.compile(r"(?:^|_)(?:SKIP|ONLY|NO|NOCOMPILE|DISABLE)(?:_|$)")
