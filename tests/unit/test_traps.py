@@ -745,6 +745,15 @@ def test_an_nvcc_version_call_over_several_lines_is_answered_whole(tmp_path):
     assert hit.evidence.where == "setup.py:7"
     _drafted(t)
     assert 'raw_output = "Cuda compilation tools, release 12.4, V12.4.131"\n' in (t / "setup.py").read_text()
+    # stable-fast 1.0.5 names nvcc in a variable: `nvcc_bin = ... cuda_dir + "/bin/nvcc"`, then `[nvcc_bin, "-V"]`
+    setup = ("import subprocess\nfrom torch.utils.cpp_extension import CUDAExtension, CUDA_HOME\n"
+             "def get_cuda_version(cuda_dir):\n    nvcc_bin = 'nvcc' if cuda_dir is None else cuda_dir + '/bin/nvcc'\n"
+             "    raw_output = subprocess.check_output([nvcc_bin, \"-V\"],\n                                         "
+             "universal_newlines=True)\n    return raw_output.split()\nCUDAExtension('s', ['k.cu'])\n")
+    t = tree(tmp_path / "variable", {"setup.py": setup, "k.cu": ""})
+    assert _only_hit(t, "nvcc-version-probe").evidence.where == "setup.py:5"
+    _drafted(t)
+    assert '    raw_output = "Cuda compilation tools, release 12.4, V12.4.131"\n' in (t / "setup.py").read_text()
 
 
 def test_the_standard_gcc_and_hipcc_read_is_fixed_before_msvcs(tmp_path):
@@ -2313,7 +2322,9 @@ def test_functions_made_host_and_device_under_cuda_arch_alone_are_for_hips_two_s
 def test_a_setup_py_that_globs_a_folder_the_sdist_lacks_leaves_the_kernels_to_run_time(tmp_path):
     # monai 1.6.1: setup.py's CUDAExtension takes what monai/csrc holds, which its sdist leaves out; its one kernel,
     # gmm, is compiled at run time by load(), imported through `optional_import("torch.utils.cpp_extension", name="load")`
-    setup = ("import glob, os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+    setup = ("import glob, os\nimport torch\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+             "FORCE_CUDA = os.getenv('FORCE_CUDA', '0') == '1'\n"
+             "BUILD_CUDA = FORCE_CUDA or torch.cuda.is_available()\n"
              "ext_dir = os.path.join(os.path.dirname(__file__), 'm', 'csrc')\n"
              "sources = glob.glob(os.path.join(ext_dir, '**', '*.cu'), recursive=True)\n"
              "ext = [CUDAExtension('m._C', sources)] if sources else []\n")
@@ -2329,7 +2340,7 @@ def test_a_setup_py_that_globs_a_folder_the_sdist_lacks_leaves_the_kernels_to_ru
     assert [v.required for v in recipe.verify if v.KIND == "code-objects"] == [False]  # type: ignore[attr-defined]
     # the folder packed, its kernels are built at install, whatever load() does later
     t = tree(tmp_path / "packed", {**files, "m/csrc/k.cu": "__global__ void k() {}\n"})
-    assert read_torch(t).built_at == "setup.py:2"  # type: ignore[union-attr]
+    assert read_torch(t).built_at == "setup.py:3"  # type: ignore[union-attr]
 
 
 

@@ -68,6 +68,7 @@ class TorchReading:
     cmake_lists: list[str] = field(default_factory=list)  # CMake variables of CMakeLists.txt that list its archs
     python: list[str] = field(default_factory=list)  # modules setup.py imports that the build must have
     cmake: bool = False  # setup.py runs cmake itself
+    unpacked: list[str] = field(default_factory=list)  # folders setup.py compiles that the sdist lacks (monai/csrc)
     kernels: list[Extension] = field(default_factory=list)  # the CUDAExtension modules a ROCm build compiles
     jit_sources: list[str] = field(default_factory=list)  # the sources its load() calls name (a run-time build)
     packages: list[str] = field(default_factory=list)  # its own importable packages (optimum.quanto in a namespace)
@@ -133,7 +134,7 @@ def read_torch(tree: Path) -> TorchReading | None:
         # monai 1.6.1: setup.py globs monai/csrc, which its sdist leaves out; gmm, its one kernel, is load()'s
         reading.notes.append(f"setup.py compiles what {', '.join(gone)} holds, which the sdist lacks: its only device "
                              f"sources are those {jit} compiles at run time")
-        reading.built_at, reading.kernels = None, []
+        reading.built_at, reading.kernels, reading.unpacked = None, [], gone
     return reading
 
 

@@ -384,7 +384,10 @@ def force_any(files: BuildFiles) -> Evidence | None:
 # setup.py and its copies make (>= 11.0 to build at all, >= 11.2 for --threads) without claiming the newest.
 NVCC_VERSION = "12.4"
 NVCC_ANSWER = f"Cuda compilation tools, release {NVCC_VERSION}, V{NVCC_VERSION}.131"
-NVCC_VERSION_CALL = re.compile(r"""subprocess\.check_output\(\s*\[[^\]]*nvcc["'][^\]]*["'](?:-V|--version)["']\s*\][^()]*\)""")
+# nvcc named in the list, or a variable named for it (stable-fast's `nvcc_bin = ... cuda_dir + "/bin/nvcc"`, then
+# `subprocess.check_output([nvcc_bin, "-V"], universal_newlines=True)`)
+NVCC_VERSION_CALL = re.compile(r"""subprocess\.check_output\(\s*\[(?:[^\]]*nvcc["'][^\]]*|\s*(?i:\w*nvcc\w*)\s*,\s*)"""
+                               r"""["'](?:-V|--version)["']\s*\][^()]*\)""")
 
 
 def nvcc_probe(files: BuildFiles) -> Evidence | None:
@@ -1526,7 +1529,8 @@ def jit_kernels(files: BuildFiles) -> Evidence | None:
     # setup.py driving CMake (vLLM: its kernels in CMake targets, one helper load()ed at run time) builds at install
     if torch is None or torch.jit is None or torch.kernels or torch.cmake or torch.built_at:
         return None
-    if any(v.kind == "force" and v.value for v in torch.variables):
+    # (a force variable asks for what setup.py compiles: nothing, where the sdist lacks its sources, as monai's)
+    if any(v.kind == "force" and v.value for v in torch.variables) and not torch.unpacked:
         return None
     return Evidence(torch.jit, f"cpp_extension.load at {torch.jit}", ",".join(torch.jit_sources))
 
