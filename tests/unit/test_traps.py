@@ -2362,3 +2362,15 @@ def test_a_header_of_the_packages_own_folder_never_packed_is_named_and_not_taken
     # a ROCm library's header is still rocm-package-missing's
     rocm = "/w/k.cu:1:10: fatal error: hipblaslt/hipblaslt.h: No such file or directory"
     assert [h.trap.id for h in in_log([(4, rocm)], BuildFiles.read(t))] == ["rocm-package-missing"]
+
+
+def test_nvidias_own_python_packages_are_never_required(tmp_path):
+    # transformer-engine-torch 2.20.2: build_tools/utils.py imports `nvidia` (its CUDA wheels' namespace); --try had
+    # listed it, and pip found no `nvidia` at all
+    line = "ModuleNotFoundError: No module named 'nvidia'"
+    (hit,) = in_log([(11, line)], None)
+    assert hit.trap.id == "cuda-python-module" and hit.fix is None and hit.evidence.value == "nvidia"
+    assert [h.trap.id for h in in_log([(3, "ModuleNotFoundError: No module named 'cuda.bindings'")], None)] == [
+        "cuda-python-module"]
+    (other,) = in_log([(11, "ModuleNotFoundError: No module named 'nvidiafoo'")], None)
+    assert other.trap.id == "build-module-missing" and other.fix == Require("python", ("nvidiafoo",))

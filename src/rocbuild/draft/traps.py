@@ -1803,6 +1803,10 @@ def _renamed_source(files: Evidence | None, _failure: Evidence | None) -> Fix | 
 
 # Modules setup.py files import that no requirement can bring to a current python.
 REMOVED_MODULES = r"numpy\.distutils(?:\.[\w.]+)?|imp"
+# NVIDIA's own Python packages: the nvidia.* namespace of its CUDA library wheels (nvidia-cuda-nvcc, nvidia-nccl),
+# cuda-python's `cuda`, PyCUDA, TensorRT. No ROCm build has them, and listing one brings CUDA (or nothing: the bare
+# `nvidia` is not on PyPI).
+CUDA_MODULES = r"(?:nvidia|cuda|pycuda|tensorrt)(?:\.[\w.]+)?"
 
 
 def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
@@ -2258,8 +2262,16 @@ TRAPS: tuple[Trap, ...] = (
     Trap("build-module-missing", "a module setup.py imports is not in the build environment",
          "build isolation is off (with it on, pip would bring PyPI's CUDA torch), so what setup.py imports must "
          "be listed", _python_module,
-         log=(r"ModuleNotFoundError: No module named '(?!(?:" + REMOVED_MODULES + r")')(?P<value>[\w.]+)'",),
+         log=(r"ModuleNotFoundError: No module named '(?!(?:" + REMOVED_MODULES + "|" + CUDA_MODULES + r")')"
+              r"(?P<value>[\w.]+)'",),
          draft=False, fixes="a build requirement"),
+    Trap("cuda-python-module", "setup.py imports NVIDIA's own Python packages",
+         "setup.py imports a package of NVIDIA's (the nvidia.* namespace of its CUDA library wheels, cuda-python, "
+         "PyCUDA, TensorRT) to find CUDA, cuDNN or NCCL (transformer-engine-torch 2.20.2's build_tools/utils.py "
+         "imports `nvidia`): there is no ROCm build of them, and listing one would bring CUDA's. The build needs a "
+         "port (or the project's own ROCm fork), by hand",
+         lambda _f, _e: None, log=(r"ModuleNotFoundError: No module named '(?P<value>" + CUDA_MODULES + r")'",),
+         draft=False, fixes="by hand", names="module"),
     Trap("build-module-removed", "setup.py imports a module its python no longer has",
          "numpy.distutils is gone from numpy 2 (and from every numpy for Python 3.12 and newer), and `imp` from Python "
          "3.12: no requirement brings them back. setup.py needs a port (setuptools, importlib), or an older python",
