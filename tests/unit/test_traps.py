@@ -2374,3 +2374,11 @@ def test_nvidias_own_python_packages_are_never_required(tmp_path):
         "cuda-python-module"]
     (other,) = in_log([(11, "ModuleNotFoundError: No module named 'nvidiafoo'")], None)
     assert other.trap.id == "build-module-missing" and other.fix == Require("python", ("nvidiafoo",))
+
+
+def test_cudas_fp8_header_is_named_a_cuda_feature_to_port(tmp_path):
+    # arctic-inference 0.3.0's csrc/custom_ops/reshape_and_cache_flash_fp4.cu: `#include <cuda_fp8.h>`, which hipify
+    # leaves; the report had named no trap
+    line = "/w/src/csrc/custom_ops/reshape_and_cache_flash_fp4.cu:23:10: fatal error: 'cuda_fp8.h' file not found"
+    (hit,) = in_log([(532, line)], None)
+    assert hit.trap.id == "cuda-feature-missing" and hit.evidence.value == "cuda_fp8.h" and hit.fix is None

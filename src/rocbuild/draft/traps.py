@@ -683,7 +683,9 @@ CUDA_HEADERS = {"device_atomic_functions.h": "hip/hip_runtime.h", "device_launch
 # CUDA headers of features HIP does not have (hipify maps the others): a failure to find one is not a
 # ROCm package missing.
 CUDA_ONLY_FEATURES = (r"cooperative_groups/(?:memcpy_async|reduce|scan)\.h|cuda/[\w/.]+|cuda_(?:pipeline|awbarrier)\w*\.h"
-                      r"|mma\.h|cute/[\w/.]+|cutlass/[\w/.]+|nvtx3/[\w/.]+|nvToolsExt\.h")
+                      r"|mma\.h|cute/[\w/.]+|cutlass/[\w/.]+|nvtx3/[\w/.]+|nvToolsExt\.h"
+                      # FP8 (arctic-inference's vLLM-style cache kernels): hip/hip_fp8.h names its types otherwise
+                      r"|cuda_fp8\.h")
 
 
 def vector_helpers_defined(files: BuildFiles) -> Evidence | None:
@@ -2369,7 +2371,7 @@ TRAPS: tuple[Trap, ...] = (
          "some of CUDA's headers have no HIP equivalent to map to (cooperative_groups' memcpy_async and "
          "labeled_partition, libcu++'s "
          "cuda/pipeline and cuda/barrier and its cuda::std, which hipify leaves, WMMA's mma.h, CUTLASS and CuTe, "
-         "NVTX), nor NVVM's PTX intrinsics "
+         "NVTX, cuda_fp8.h, whose __nv_fp8 types hip/hip_fp8.h has under other names and kinds), nor NVVM's PTX intrinsics "
          "(__nvvm_read_ptx_sreg_laneid: HIP's __lane_id()) or PTX written inline (asm(\"mov.u64 %0, %%globaltimer;\")), "
          "nor its toolkit's programs (bin2c, ptxas, fatbinary) a "
          "CMake project runs on PTX: no package brings them; the code that uses them must be "
