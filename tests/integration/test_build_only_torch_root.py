@@ -163,6 +163,21 @@ def test_the_kit_takes_cpp_extensions_rocm_path(root, kit, tmp_path):  # noqa: F
     assert archs == "0"  # the kit compiled no kernels of its own (curegot's setup.py asks)
 
 
+# Every header torch's Python-binding headers include is found in the kit's include paths (the preprocessor alone):
+# stable-fast's python_operator.cpp includes pybind_utils.h, whose python_arg_parser.h includes <fmt/format.h>.
+PREPROCESS = ("flags=$(\"$1\" -c 'import sysconfig; from torch.utils.cpp_extension import include_paths; "
+              "print(\" \".join(\"-I\" + p for p in include_paths() + [sysconfig.get_paths()[\"include\"]]))') && "
+              "printf '#include <torch/extension.h>\\n#include <torch/csrc/jit/python/pybind_utils.h>\\n' > \"$2\" && "
+              "g++ -std=c++20 -E $flags \"$2\" -o /dev/null")
+
+
+def test_the_headers_torchs_bindings_include_are_in_the_kit(root, kit, tmp_path):  # noqa: F811
+    done = rocbuild("root", "run", root, "--", "sh", "-c", PREPROCESS, "sh", kit, tmp_path / "b.cpp", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = Path(rocbuild("root", "path", root).stdout.strip()) / Path(kit).parents[1].relative_to("/")
+    assert list(folder.glob("lib/python3*/site-packages/torch/include/fmt/format.h"))
+
+
 def _kit_lock_in(root: str, kit: str) -> Path:
     """The kit's lock file, as this machine sees it inside the root's folder."""
     folder = Path(kit).parents[1]  # /opt/rocbuild/torch-...-build-only

@@ -31,9 +31,11 @@ from typing import Any
 
 # What the kit is made from (Debian), and what hipified ATen's headers include (hipblas, thrust, hipcub...):
 # an extension's build needs the same.
+# libfmt-dev: Debian's torch builds with the system's fmt, whose headers torch's own include (python_arg_parser.h's
+# <fmt/format.h>, through pybind_utils.h: stable-fast); a PyTorch wheel carries them in torch/include/fmt.
 KIT_PACKAGES = ("python3-torch", "libtorch-dev", "pybind11-dev", "python3-venv", "libhipblas-dev", "libhipblaslt-dev",
                 "libhipsparse-dev", "libhipsolver-dev", "libhiprand-dev", "librocrand-dev", "libhipcub-dev",
-                "librocprim-dev", "librocthrust-dev")
+                "librocprim-dev", "librocthrust-dev", "libfmt-dev")
 KIT_HOME = Path("/opt/rocbuild")
 # Debian's torch: the Python package of the root's python3, its libraries and headers.
 DEBIAN_TORCH = Path("/usr/lib/python3/dist-packages/torch")

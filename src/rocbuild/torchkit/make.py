@@ -196,8 +196,8 @@ def _source_tree(src: Path) -> None:
 
 
 def _install_headers(src: Path, include: Path) -> None:
-    """The hipified tree into torch/include as a ROCm wheel lays it out (THC as THH), with the configured headers a
-    ROCm build writes (ATen's CUDAConfig.h and HIPConfig.h, c10's hip_cmake_macros.h)."""
+    """The hipified tree into torch/include as a ROCm wheel lays it out (THC as THH, fmt beside it), with the configured
+    headers a ROCm build writes (ATen's CUDAConfig.h and HIPConfig.h, c10's hip_cmake_macros.h)."""
     for installed, in_source in SOURCE_LAYOUT:
         shutil.copytree(src / in_source, include / installed, symlinks=True, dirs_exist_ok=True)
     shutil.copytree(src / "aten" / "src" / "THH", include / "THH", dirs_exist_ok=True)
@@ -206,6 +206,7 @@ def _install_headers(src: Path, include: Path) -> None:
         if f"torch/{name}" not in hipified:
             _copy_any(DEBIAN_INCLUDE / "torch" / name, include / "torch" / name)
     _copy_any(DEBIAN_INCLUDE / "caffe2", include / "caffe2")
+    _copy_any(DEBIAN_INCLUDE / "fmt", include / "fmt")  # where a wheel has the fmt torch's headers include
     (include / "ATen" / "hip" / "HIPConfig.h").write_text(HIP_CONFIG)
     (include / "ATen" / "cuda" / "CUDAConfig.h").write_text(HIP_CONFIG)
     (include / "c10" / "hip" / "impl").mkdir(parents=True, exist_ok=True)
