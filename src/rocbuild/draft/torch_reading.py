@@ -9,6 +9,7 @@ cannot decide becomes a note, with the file and line to look at."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Callable
@@ -140,8 +141,6 @@ def read_torch(tree: Path) -> TorchReading | None:
 
 def _unpacked_dirs(tree: Path, setup: Path) -> list[str]:
     """The folders setup.py joins from string parts (`os.path.join(this_dir, "monai", "csrc")`) that the tree lacks."""
-    import ast
-
     try:
         calls = [n for n in ast.walk(ast.parse(setup.read_text(errors="replace"))) if isinstance(n, ast.Call)]
     except SyntaxError:
