@@ -2382,3 +2382,25 @@ def test_cudas_fp8_header_is_named_a_cuda_feature_to_port(tmp_path):
     line = "/w/src/csrc/custom_ops/reshape_and_cache_flash_fp4.cu:23:10: fatal error: 'cuda_fp8.h' file not found"
     (hit,) = in_log([(532, line)], None)
     assert hit.trap.id == "cuda-feature-missing" and hit.evidence.value == "cuda_fp8.h" and hit.fix is None
+
+
+def test_the_rocm_packages_a_cmake_build_finds_required_are_listed_by_the_draft(tmp_path):
+    # CMake stops at the first package it cannot find: fast-rnnt 1.3 spent a try on each of five
+    top = ("cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX HIP)\nfind_package(hip REQUIRED)\n"
+           "find_package(rocprim REQUIRED CONFIG)\nfind_package(rccl QUIET)\n# find_package(miopen REQUIRED)\n"
+           "add_subdirectory(sub)\n")
+    sub = "find_package(hipcub REQUIRED)\nfind_package(Python REQUIRED)\n"
+    t = tree(tmp_path / "src", {"CMakeLists.txt": top, "sub/CMakeLists.txt": sub, "setup.py": "import subprocess\n"
+                                "subprocess.run(['cmake', '.'])\n"})
+    hit = _only_hit(t, "rocm-package-missing")
+    assert hit.evidence.where == "CMakeLists.txt:4" and hit.fix == Require("cmake-packages", ("rocprim", "hipcub"))
+    recipe = load_recipe_text(draft_recipe("p", "p==1.0", "0" * 64, read_tree(t), ["gfx1100"]), tmp_path / "p.yaml")
+    assert [c.value for c in recipe.requires.cmake_packages] == ["rocprim", "hipcub"]
+    # a CUDA-only project the port builds as HIP: the ROCm libraries it finds for CUDA's targets are listed too
+    cuda = "project(c LANGUAGES CXX CUDA)\nadd_library(c k.cu)\ntarget_link_libraries(c CUDA::cublas CUDA::cudart)\n"
+    t = tree(tmp_path / "cuda", {"CMakeLists.txt": cuda, "k.cu": "__global__ void k() {}\n"})
+    recipe = load_recipe_text(draft_recipe("c", "c==1.0", "0" * 64, read_tree(t), ["gfx1100"]), tmp_path / "c.yaml")
+    assert [c.value for c in recipe.requires.cmake_packages] == ["hipblas"]
+    # a setup.py that never runs CMake lists nothing from a CMakeLists.txt beside it
+    t = tree(tmp_path / "py", {"CMakeLists.txt": top, "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"})
+    assert "rocm-package-missing" not in _seen(t)

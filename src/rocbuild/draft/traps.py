@@ -719,6 +719,33 @@ def rounding_calls(files: BuildFiles) -> Evidence | None:
     return _in_sources(rounding_intrinsics(files.sources))
 
 
+# find_package(NAME ... REQUIRED ...): CMake stops at the first it cannot find, so each missing one costs a try
+FIND_REQUIRED = re.compile(r"(?i)\bfind_package\s*\(\s*(?P<name>[\w-]+)\b(?P<rest>[^)]*)\)")
+
+
+def rocm_packages_in(texts: list[str]) -> list[str]:
+    """The ROCm packages `texts` (CMake code) find REQUIRED, in order, each once; hip itself left out (the HIP
+    language needs it, and every ROCm install has it)."""
+    found = [m.group("name") for text in texts for m in FIND_REQUIRED.finditer(re.sub(r"#[^\n]*", "", text))
+             if ROCM_PACKAGE.match(m.group("name")) and re.search(r"\bREQUIRED\b", m.group("rest"))
+             and m.group("name").lower() != "hip"]
+    return list(dict.fromkeys(found))
+
+
+def rocm_packages_found(files: BuildFiles) -> Evidence | None:
+    """The ROCm packages the tree's CMake files find REQUIRED, where the build runs CMake."""
+    if files.torch is not None and not files.torch.cmake:
+        return None
+    for rel, text in cmake_files(files.tree):
+        names = rocm_packages_in([text])
+        if names:
+            every = rocm_packages_in([t for _, t in cmake_files(files.tree)])
+            number = next(n for n, line in enumerate(text.splitlines(), 1) if re.search(
+                rf"(?i)\bfind_package\s*\(\s*{re.escape(names[0])}\b", line))
+            return Evidence(f"{rel}:{number}", text.splitlines()[number - 1].strip(), ";".join(every), rel)
+    return None
+
+
 def header_not_packed(files: BuildFiles, match: re.Match[str]) -> Evidence | None:
     """The folder of the tree a missing header's path names (pulsar/ for "pulsar/global.h"), where that header is
     not: a folder of the package's own, packed without it."""
@@ -1702,8 +1729,11 @@ def _cmake_as_hip(files: Evidence | None, _failure: Evidence | None) -> Fix | No
     env = (SetEnv("CMAKE_PREFIX_PATH", "${{ torch.cmake_prefix }}"),
            SetEnv("PYTORCH_ROCM_ARCH", "${{ archs | join(';') }}"),
            SetEnv("HIP_CLANG_PATH", "${{ rocm.hip_clang_dir }}")) if files.value == "torch" else ()
+    # the ROCm libraries the port finds for CUDA's (CUDA::cublas: hipBLAS), which CMake would name one a try
+    packages = rocm_packages_in([e.with_.replace("\\", "") for e in files.also])
     return Edits(edits, f"build CUDA as HIP in {', '.join(names)}, the sources hipified in place first", env=env,
-                 first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")))
+                 first=RunFirst("hipify", ("python", "-c", HIPIFY, ".")),
+                 requires=(Require("cmake-packages", tuple(packages)),) if packages else ())
 
 
 def _host_clang(_files: Evidence | None, _failure: Evidence | None) -> Fix | None:
@@ -1890,7 +1920,9 @@ def _arch(files: Evidence | None, _failure: Evidence | None) -> Fix | None:
     return SetEnv(name, value or "${{ archs | join(';') }}")
 
 
-def _rocm_package(_files: Evidence | None, failure: Evidence | None) -> Fix | None:
+def _rocm_package(files: Evidence | None, failure: Evidence | None) -> Fix | None:
+    if failure is None and files is not None and files.value:  # the drafter: every one the CMake files find
+        return Require("cmake-packages", tuple(files.value.split(";")))
     if failure is None or failure.value is None:
         return None
     if "/" in failure.value:
@@ -2522,13 +2554,15 @@ TRAPS: tuple[Trap, ...] = (
                               + r")'?:? (?:file not found|No such file)",),
          draft=False, fixes="a build requirement", names="header"),
     Trap("rocm-package-missing", "a ROCm library the build needs is not installed",
-         "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root",
+         "ROCm's libraries come in separate packages; --install-missing brings what requires: names into a root. The "
+         "drafter lists each ROCm package the CMake files find REQUIRED, which CMake would otherwise name one per "
+         "try, stopping at each",
          _rocm_package, log=(r'provided by "(?P<value>[\w-]+)"',
                              # a ROCm library's header (hipblas/, rocprim/), not one of the package's own folders
                              r"fatal error: '?(?!(?:" + CUDA_ONLY_FEATURES + r"|TH[CH]/[\w.]+)\b)"
                              r"(?P<value>(?:" + ROCM_HEADER.pattern.lstrip("^") + r")[\w./]*\.h(?:pp)?)'?:? "
                              r"(?:file not found|No such file)"),
-         draft=False, fixes="a build requirement"),
+         files=rocm_packages_found, fixes="a build requirement"),
     Trap("rocm-library-missing", "a library a ROCm CMake package names is not installed",
          "a distribution may ship a library a ROCm CMake package's targets name apart from its -dev package (Debian's "
          "hipSOLVER names libhipsolver_fortran, which only libhipsolver-fortran1 holds); --install-missing brings "
