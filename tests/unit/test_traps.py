@@ -2404,3 +2404,16 @@ def test_the_rocm_packages_a_cmake_build_finds_required_are_listed_by_the_draft(
     # a setup.py that never runs CMake lists nothing from a CMakeLists.txt beside it
     t = tree(tmp_path / "py", {"CMakeLists.txt": top, "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"})
     assert "rocm-package-missing" not in _seen(t)
+
+
+def test_a_missing_module_is_required_by_the_distribution_that_brings_it(tmp_path):
+    # ppq 0.6.6: `from google.protobuf.internal import ...` failed as "No module named 'google'"; --try had required
+    # `google`, an unrelated PyPI package, and the import failed again
+    (hit,) = in_log([(62, "ModuleNotFoundError: No module named 'google'")], None)
+    assert hit.trap.id == "build-module-missing" and hit.fix == Require("python", ("protobuf",))
+    (hit,) = in_log([(3, "ModuleNotFoundError: No module named 'yaml'")], None)
+    assert hit.fix == Require("python", ("pyyaml",))
+    # the drafter's reading of setup.py's own imports too
+    t = tree(tmp_path / "src", {"setup.py": "import yaml\nfrom torch.utils.cpp_extension import CUDAExtension\n"})
+    reading = read_torch(t)
+    assert reading is not None and "pyyaml" in reading.python and "yaml" not in reading.python

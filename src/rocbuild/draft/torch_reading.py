@@ -352,9 +352,21 @@ def _force(name: str, where: str, on: str, gpu_gated: bool, leading: set[str]) -
     return Var(name, where, "force", on, why)
 
 
+# Import names whose distribution on PyPI is named otherwise: pip would install a stranger of the import's name, or
+# nothing (ppq's ppl_caffe_pb2.py imports google.protobuf: PyPI's `google` is an unrelated package).
+DISTRIBUTIONS = {"google": "protobuf", "yaml": "pyyaml", "cv2": "opencv-python-headless", "PIL": "pillow",
+                 "sklearn": "scikit-learn", "skimage": "scikit-image", "attr": "attrs", "dateutil": "python-dateutil",
+                 "bs4": "beautifulsoup4", "Crypto": "pycryptodome", "git": "GitPython"}
+
+
+def distribution(module: str) -> str:
+    """The PyPI distribution that brings the top-level module `module`."""
+    return DISTRIBUTIONS.get(module, module)
+
+
 def _imports(tree: Path, setup: PyFacts) -> list[str]:
-    """Modules setup.py imports that neither Python, torch nor the sdist itself brings (build isolation is
-    off: the build environment must have them)."""
+    """The distributions of the modules setup.py imports that neither Python, torch nor the sdist itself brings
+    (build isolation is off: the build environment must have them)."""
     local = {p.stem if p.suffix == ".py" else p.name for p in tree.iterdir()}
     # and a module of the tree's own that setup.py puts on sys.path first (torchopt's `import version`, from
     # torchopt/version.py): pip could only bring a stranger of that name
@@ -365,7 +377,7 @@ def _imports(tree: Path, setup: PyFacts) -> list[str]:
         # pkg_resources is kept by its name: the build environment brings it with a setuptools that still has it
         name = "setuptools" if module == "distutils" else module
         if name not in stdlib and name not in local and name != "torch" and not name.startswith("_"):
-            wanted.add(name)
+            wanted.add(distribution(name))
     return sorted(wanted)
 
 

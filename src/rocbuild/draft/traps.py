@@ -78,6 +78,7 @@ from rocbuild.draft.torch_reading import (
     SELECTOR,
     VENDOR_DIRS,
     TorchReading,
+    distribution,
     package_modules,
     read_torch,
 )
@@ -1845,7 +1846,7 @@ def _python_module(_files: Evidence | None, failure: Evidence | None) -> Fix | N
     module = failure.value.split(".")[0] if failure and failure.value else None
     if module is None or module in ("torch", "setuptools") or module.startswith("_"):
         return None  # torch: requires.torch; setuptools: pip's own
-    return Require("python", (module,))
+    return Require("python", (distribution(module),))
 
 
 def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
