@@ -2417,3 +2417,39 @@ def test_a_missing_module_is_required_by_the_distribution_that_brings_it(tmp_pat
     t = tree(tmp_path / "src", {"setup.py": "import yaml\nfrom torch.utils.cpp_extension import CUDAExtension\n"})
     reading = read_torch(t)
     assert reading is not None and "pyyaml" in reading.python and "yaml" not in reading.python
+    # mmcv 2.2.0 imports Cambricon's torch_mlu on its FORCE_MLU branch: pip found none, the build environment failed
+    (t / "setup.py").write_text("import os\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+                                "if os.getenv('FORCE_MLU', '0') == '1':\n    import torch_mlu\n")
+    assert "torch_mlu" not in read_torch(t).python  # type: ignore[union-attr]
+
+
+def test_a_cmake_project_with_a_hip_path_in_another_file_is_not_ported(tmp_path):
+    # deepmd-kit 3.2.0: source/lib/src/gpu/CMakeLists.txt enables HIP under USE_ROCM_TOOLKIT; source/op/pt's CUDA
+    # operators (no project() of their own) had been ported, and the port's edit found no project() there
+    top = "project(d CXX)\nadd_subdirectory(gpu)\nadd_subdirectory(op)\n"
+    gpu = "if(USE_ROCM_TOOLKIT)\n  enable_language(HIP)\nelse()\n  enable_language(CUDA)\nendif()\n"
+    op = "if(USE_CUDA_TOOLKIT)\n  enable_language(CUDA)\n  add_library(op k.cu)\nendif()\n"
+    files = {"CMakeLists.txt": top, "gpu/CMakeLists.txt": gpu, "op/CMakeLists.txt": op, "op/k.cu": ""}
+    assert "cmake-cuda-only" not in _seen(tree(tmp_path / "src", files))
+    # without the HIP path, the CUDA-only operators are ported
+    assert "cmake-cuda-only" in _seen(tree(tmp_path / "cuda", {**files, "gpu/CMakeLists.txt": "enable_language(CUDA)\n"}))
+
+
+def test_libcuxx_named_from_the_global_namespace_is_a_cuda_feature(tmp_path):
+    # grouped-gemm 0.3.0's fill_arguments.cuh: `__device__ ::cuda::std::tuple<int&> operator()(...)`
+    line = "../../csrc/fill_arguments_hip.cuh:23:16: error: no member named 'cuda' in the global namespace"
+    (hit,) = in_log([(700, line)], None)
+    assert hit.trap.id == "cuda-feature-missing" and hit.evidence.value == "cuda"
+
+
+def test_a_cuda_flag_a_function_returns_is_left_valid_python(tmp_path):
+    # warpconvnet 1.8.2's build_arch.py: `return f"-gencode=arch=compute_{self.code},code=sm_{self.code}"` in a
+    # property; the drop had left `return` and the next line's `@property` together, a SyntaxError at metadata
+    arch = ("class Target:\n    @property\n    def cubin_flag(self) -> str:\n"
+            "        return f\"-gencode=arch=compute_{self.code},code=sm_{self.code}\"\n\n"
+            "    @property\n    def other(self) -> str:\n        return 'x'\n")
+    setup = ("from torch.utils.cpp_extension import CUDAExtension\nfrom build_arch import Target\n"
+             "flags = ['-O3', Target().cubin_flag]\nCUDAExtension('w', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
+    t = tree(tmp_path / "src", {"setup.py": setup, "build_arch.py": arch, "k.cu": ""})
+    _drafted(t)
+    ast.parse((t / "build_arch.py").read_text())

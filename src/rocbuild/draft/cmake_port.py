@@ -189,7 +189,9 @@ def port(tree: Path, *, torch_extension: bool) -> CmakePort | None:
     builds against torch (else the build files are read for it: C++20 and torch's variables where they name it)."""
     cmake = _cmake_texts(tree)
     cuda = [(rel, text) for rel, text in cmake if _cuda_only(text)]
-    if not cuda:
+    # A project with a HIP path of its own in another of its files (deepmd-kit's source/lib/src/gpu enables HIP under
+    # USE_ROCM_TOOLKIT, beside source/op/pt's CUDA-only operators) is no CUDA-only project: its switch is the way.
+    if not cuda or any(HIP_LANGUAGE.search(re.sub(r"#[^\n]*", "", text)) for _, text in cmake):
         return None
     torch = torch_extension or _names_torch(tree, cmake)
     files, edits = [], []

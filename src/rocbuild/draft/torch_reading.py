@@ -359,6 +359,12 @@ DISTRIBUTIONS = {"google": "protobuf", "yaml": "pyyaml", "cv2": "opencv-python-h
                  "bs4": "beautifulsoup4", "Crypto": "pycryptodome", "git": "GitPython"}
 
 
+# Other vendors' torch backends, which a setup.py imports on their branch only (mmcv's `if FORCE_MLU: import
+# torch_mlu`): never on PyPI for a ROCm build, and never what it needs.
+OTHER_BACKENDS = frozenset({"torch_mlu", "torch_npu", "torch_musa", "torch_xla", "torch_dipu", "torch_gcu",
+                            "intel_extension_for_pytorch", "habana_frameworks"})
+
+
 def distribution(module: str) -> str:
     """The PyPI distribution that brings the top-level module `module`."""
     return DISTRIBUTIONS.get(module, module)
@@ -376,7 +382,8 @@ def _imports(tree: Path, setup: PyFacts) -> list[str]:
     for module in [*setup.imports, *_setup_requires(tree / "setup.py")]:
         # pkg_resources is kept by its name: the build environment brings it with a setuptools that still has it
         name = "setuptools" if module == "distutils" else module
-        if name not in stdlib and name not in local and name != "torch" and not name.startswith("_"):
+        if name not in stdlib and name not in local and name != "torch" and not name.startswith("_") \
+                and name not in OTHER_BACKENDS:
             wanted.add(distribution(name))
     return sorted(wanted)
 

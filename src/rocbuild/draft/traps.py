@@ -1890,7 +1890,9 @@ def _drop_flag(files: Evidence | None, failure: Evidence | None) -> Fix | None:
     # a line of its own goes with its indent and its line break, whatever follows it staying on its own line; the
     # list then keeps a trailing comma, which Python takes.
     own_line = rf"""(?<=\n)[ \t]*{item}{value}(?!\s+for\s)[ \t]*,?[ \t]*\n?"""  # (a comprehension's is above)
-    return ReplaceText(files.file, rf"""(?:{comprehension}|,[ \t]*{item}{value}|{own_line}|{item}{value}\s*,?\s*)""",
+    # First in its list, the flag goes with the comma after it; a flag a function returns (warpconvnet's property
+    # `return f"-gencode=arch=compute_{self.code},code=sm_{self.code}"`) stays: emptied, it had left `return` alone.
+    return ReplaceText(files.file, rf"""(?:{comprehension}|,[ \t]*{item}{value}|{own_line}|(?<!return ){item}{value}\s*,?\s*)""",
                        "", regex=True, says=says)
 
 
@@ -2417,6 +2419,8 @@ TRAPS: tuple[Trap, ...] = (
                                    r"invalid (?:output|input) constraint '(?P<value>[^']*)' in asm",
                                    # libcu++'s cuda::std (cuda-moea's cuda::std::identity): ROCm's libhipcxx is hip::std
                                    r"use of undeclared (?:identifier|namespace) '(?P<value>cuda)'",
+                                   # grouped-gemm's `::cuda::std::tuple<int&>`
+                                   r"no member named '(?P<value>cuda)' in the global namespace",
                                    # cooperative groups HIP does not have (gsplat's cg::labeled_partition)
                                    r"no member named '(?P<value>" + CG_MISSING + r")' in namespace 'cooperative_groups'"),
          draft=False, fixes="by hand", names="CUDA feature"),
