@@ -2449,7 +2449,16 @@ def test_a_cuda_flag_a_function_returns_is_left_valid_python(tmp_path):
             "        return f\"-gencode=arch=compute_{self.code},code=sm_{self.code}\"\n\n"
             "    @property\n    def other(self) -> str:\n        return 'x'\n")
     setup = ("from torch.utils.cpp_extension import CUDAExtension\nfrom build_arch import Target\n"
-             "flags = ['-O3', Target().cubin_flag]\nCUDAExtension('w', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
+             "flags = ['-O3', '--use_fast_math', Target().cubin_flag]\nCUDAExtension('w', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "build_arch.py": arch, "k.cu": ""})
     _drafted(t)
-    ast.parse((t / "build_arch.py").read_text())
+    out = (t / "build_arch.py").read_text()
+    ast.parse(out)
+    assert '        return f"-gencode=arch=compute_{self.code},code=sm_{self.code}"\n\n    @property\n' in out
+
+
+def test_protobuf_modules_an_older_protoc_generated_are_read_by_the_pure_python_backend():
+    # ppq 0.6.6: setup.py imports ppq, whose ppl_caffe_pb2.py protobuf 5 refuses
+    (hit,) = in_log([(72, "TypeError: Descriptors cannot be created directly.")], None)
+    assert hit.trap.id == "protobuf-generated-too-old"
+    assert hit.fix == SetEnv("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
