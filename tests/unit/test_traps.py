@@ -2449,7 +2449,8 @@ def test_a_cuda_flag_a_function_returns_is_left_valid_python(tmp_path):
             "        return f\"-gencode=arch=compute_{self.code},code=sm_{self.code}\"\n\n"
             "    @property\n    def other(self) -> str:\n        return 'x'\n")
     setup = ("from torch.utils.cpp_extension import CUDAExtension\nfrom build_arch import Target\n"
-             "flags = ['-O3', '--use_fast_math', Target().cubin_flag]\nCUDAExtension('w', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
+             "flags = ['-O3', '--use_fast_math', Target().cubin_flag]\n"
+             "CUDAExtension('w', ['k.cu'], extra_compile_args={'nvcc': flags})\n")
     t = tree(tmp_path / "src", {"setup.py": setup, "build_arch.py": arch, "k.cu": ""})
     _drafted(t)
     out = (t / "build_arch.py").read_text()
