@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from rocbuild.draft.masks import rounding_intrinsics
-from rocbuild.draft.traps import BuildFiles, in_build_files, in_log
+from rocbuild.draft.traps import BuildFiles, Hit, in_build_files, in_log
 from rocbuild.draft.tree import draft_recipe, read_tree
 from rocbuild.engine.patch import apply_replace
 from rocbuild.plan.model import ReplacePatch
@@ -51,10 +51,15 @@ def fixed(tree: Path, source: str, trap: str) -> str:
     (tree / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n")
     (tree / "k.hip").write_text(source)
     (hit,) = [h for h in in_build_files(BuildFiles.read(tree)) if h.trap.id == trap]
+    apply_edits(hit, tree)
+    return (tree / "k.hip").read_text()
+
+
+def apply_edits(hit: Hit, tree: Path) -> None:
+    """The replace edits of `hit`'s fix, applied to `tree` as the engine's patch step applies them."""
     for edit in hit.fix.edits:  # type: ignore[union-attr]
         apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
                                    count=None, where="test"), tree)
-    return (tree / "k.hip").read_text()
 
 
 @pytest.mark.hipcc
@@ -166,9 +171,7 @@ def test_void_pointer_arithmetic_counted_in_bytes_compiles_and_counts_as_gcc_did
     (hit,) = [h for h in in_log(list(enumerate(failed.stderr.splitlines(), 1)), BuildFiles.read(tmp_path))
               if h.trap.id == "void-pointer-arithmetic"]
     assert len(hit.fix.edits) == 5  # type: ignore[union-attr]  # every line the compiler named, in one fix
-    for edit in hit.fix.edits:  # type: ignore[union-attr]
-        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
-                                   count=None, where="test"), tmp_path)
+    apply_edits(hit, tmp_path)
     built = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert b"hipv4-amdgcn-amd-amdhsa--gfx1030" in (tmp_path / "k").read_bytes()
@@ -208,9 +211,7 @@ def test_functions_made_host_and_device_under_cuda_arch_alone_compile_for_hip_an
     (hit,) = [h for h in in_log(list(enumerate(failed.stderr.splitlines(), 1)), files)
               if h.trap.id == "device-arch-hostdev-guard"]
     assert hit.files is not None and hit.files.where == "lse.h:3"
-    for edit in hit.fix.edits:  # type: ignore[union-attr]
-        apply_replace(ReplacePatch(file=edit.file, find=edit.find, replacement=edit.with_, regex=edit.regex,
-                                   count=None, where="test"), tmp_path)
+    apply_edits(hit, tmp_path)
     built = subprocess.run(hipcc, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert b"hipv4-amdgcn-amd-amdhsa--gfx1030" in (tmp_path / "k.o").read_bytes()

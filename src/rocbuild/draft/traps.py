@@ -737,10 +737,12 @@ def rocm_packages_found(files: BuildFiles) -> Evidence | None:
     """The ROCm packages the tree's CMake files find REQUIRED, where the build runs CMake."""
     if files.torch is not None and not files.torch.cmake:
         return None
-    for rel, text in cmake_files(files.tree):
+    cmake = cmake_files(files.tree)
+    every = rocm_packages_in([text for _, text in cmake])
+    # shown at the first file that finds one, on the line of its first
+    for rel, text in cmake:
         names = rocm_packages_in([text])
         if names:
-            every = rocm_packages_in([t for _, t in cmake_files(files.tree)])
             number = next(n for n, line in enumerate(text.splitlines(), 1) if re.search(
                 rf"(?i)\bfind_package\s*\(\s*{re.escape(names[0])}\b", line))
             return Evidence(f"{rel}:{number}", text.splitlines()[number - 1].strip(), ";".join(every), rel)
